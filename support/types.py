@@ -1,0 +1,242 @@
+"""The suite's value objects: Case, Part, Request, Response, Usage, Outcome.
+
+All are frozen dataclasses with `to_json`/`from_json` so they cross process boundaries (xdist) and
+land in caches and reports as plain JSON. Image bytes never enter JSON: `Request.canonical()` hashes them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+Status = Literal["correct", "wrong", "unparsable", "error"]
+STATUSES: tuple[Status, ...] = ("correct", "wrong", "unparsable", "error")
+
+
+def sha256_hex(data: bytes | str) -> str:
+    """Hex sha256 of bytes or UTF-8 text."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON text: sorted keys, no whitespace, UTF-8 kept."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One evaluation item before the model is chosen: cheap to build at collection time.
+
+    `id` is the item part of the pytest id (e.g. "s0042-liver-zero_shot"); `params` holds what the
+    evaluation needs to rebuild the item (indices, names), plain JSON only.
+    """
+
+    id: str
+    evaluation: str
+    params: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "evaluation": self.evaluation, "params": dict(self.params)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Case:
+        return cls(id=d["id"], evaluation=d["evaluation"], params=dict(d.get("params", {})))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a user turn: either text or an encoded image (PNG or JPEG bytes)."""
+
+    text: str | None = None
+    image: bytes | None = field(default=None, repr=False)
+    mime: str = "image/png"
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.image is None):
+            raise ValueError("a Part holds exactly one of text or image")
+
+    @classmethod
+    def of_text(cls, text: str) -> Part:
+        return cls(text=text)
+
+    @classmethod
+    def of_image(cls, image: Any, fmt: str = "PNG") -> Part:
+        """From a PIL image (encoded losslessly as PNG by default) or from encoded bytes."""
+        if isinstance(image, bytes | bytearray):
+            return cls(image=bytes(image), mime=_sniff_mime(bytes(image)))
+        buf = io.BytesIO()
+        image.save(buf, format=fmt)
+        return cls(image=buf.getvalue(), mime=f"image/{fmt.lower()}")
+
+    @property
+    def is_image(self) -> bool:
+        return self.image is not None
+
+    def b64(self) -> str:
+        """The image as base64 text, as the vendors' APIs take it."""
+        assert self.image is not None
+        return base64.b64encode(self.image).decode("ascii")
+
+    def canonical(self) -> dict[str, str]:
+        if self.image is not None:
+            return {"image_sha256": sha256_hex(self.image), "mime": self.mime}
+        return {"text": self.text or ""}
+
+
+def _sniff_mime(data: bytes) -> str:
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"
+
+
+class AnswerSpace(Protocol):
+    """What a `chance` model may answer for a request: draws one answer text from a seeded rng."""
+
+    def sample(self, rng: np.random.Generator) -> str: ...
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call: system prompt, interleaved user parts, optional assistant prefill, sampling.
+
+    `target` (the answer a perfect model gives) and `answer_space` (what a random model draws from)
+    are hints for the offline reference models `oracle` and `chance`; real backends never see them
+    and they enter the cache key only for backends that read them.
+    """
+
+    parts: tuple[Part, ...]
+    system: str | None = None
+    prefill: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    n: int = 1
+    seed: int | None = None
+    target: str | None = None
+    answer_space: AnswerSpace | None = field(default=None, compare=False, repr=False)
+
+    def canonical(self, with_hints: bool = False) -> dict[str, Any]:
+        """Plain-JSON form of everything that determines the answer; image bytes are hashed."""
+        d: dict[str, Any] = {
+            "system": self.system,
+            "parts": [p.canonical() for p in self.parts],
+            "prefill": self.prefill,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "n": self.n,
+            "seed": self.seed,
+        }
+        if with_hints:
+            d["target"] = self.target
+            d["answer_space"] = repr(self.answer_space) if self.answer_space is not None else None
+        return d
+
+    def digest(self, with_hints: bool = False) -> str:
+        """sha256 of the canonical request: the prompt hash recorded with each case."""
+        return sha256_hex(canonical_json(self.canonical(with_hints)))
+
+    @property
+    def images(self) -> list[Part]:
+        return [p for p in self.parts if p.is_image]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts reported by the backend (0 where it reports none)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+@dataclass(frozen=True)
+class Response:
+    """A model's answer to one Request: `texts` holds one string per sample (len == request.n)."""
+
+    texts: tuple[str, ...]
+    model: str
+    usage: Usage = Usage()
+    latency_s: float = 0.0  # wall seconds of the backend call; 0 when served from cache
+    cached: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.texts[0] if self.texts else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "texts": list(self.texts),
+            "model": self.model,
+            "usage": asdict(self.usage),
+            "latency_s": self.latency_s,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], cached: bool = False) -> Response:
+        return cls(
+            texts=tuple(d["texts"]),
+            model=d["model"],
+            usage=Usage(**d.get("usage", {})),
+            latency_s=float(d.get("latency_s", 0.0)),
+            cached=cached,
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The scored result of one case with one model: what reports and metrics are built from.
+
+    `group` holds the reporting dimensions (e.g. condition, organ), `cluster` the resampling unit of
+    the bootstrap (e.g. the video a frame comes from), `scores` the per-case numbers the evaluation's
+    metrics reduce over. Everything is plain JSON so it survives xdist and lands in raw_results.jsonl.
+    """
+
+    case_id: str
+    evaluation: str
+    model: str
+    status: Status
+    group: Mapping[str, str] = field(default_factory=dict, hash=False)
+    cluster: str = ""
+    scores: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    prediction: Any = field(default=None, hash=False)
+    target: Any = field(default=None, hash=False)
+    raw: str = ""
+    prompt_hash: str = ""
+    latency_s: float = 0.0
+    cached: bool = False
+    usage: Usage = Usage()
+    error: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown outcome status {self.status!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["group"] = dict(self.group)
+        d["scores"] = dict(self.scores)
+        d["extra"] = dict(self.extra)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Outcome:
+        d = dict(d)
+        d["usage"] = Usage(**d.get("usage", {}))
+        return cls(**d)
