@@ -1,3 +1,10 @@
 """Root conftest: registers the suite's plugins and nothing else."""
 
-pytest_plugins = ["fixtures.options", "fixtures.models", "fixtures.datasets", "fixtures.outcomes", "reports.plugin"]
+pytest_plugins = [
+    "fixtures.options",
+    "fixtures.models",
+    "fixtures.datasets",
+    "fixtures.outcomes",
+    "reports.plugin",
+    "reports.html",
+]

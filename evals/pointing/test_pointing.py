@@ -1,0 +1,13 @@
+"""CholecSeg8k pointing: presence + a point on the 768x768 canvas, sample x organ x condition x model.
+
+    pytest evals/pointing -k liver -n 8
+    pytest evals/pointing --model=gpt-4o-mini -m quick
+"""
+
+import pytest
+
+pytestmark = pytest.mark.evaluation("pointing")
+
+
+def test_pointing(outcome, judge):
+    judge(outcome)

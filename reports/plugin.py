@@ -1,0 +1,109 @@
+"""The reporting plugin: collects outcomes on the controller and writes session metrics.
+
+Registered only on the controller (never on xdist workers). Outcomes arrive through
+`report.user_properties`, the channel that crosses xdist; at session finish each evaluation's
+class turns its outcomes into a summary table and files under results/<evaluation>/<run-id>/.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fixtures.options import MIN_METRICS_KEY, settings
+from fixtures.outcomes import OUTCOME_PROPERTY
+from support.outputs import markdown_table, with_intervals, write_csv, write_jsonl
+from support.evaluation import evaluation_class
+from support.types import Outcome
+
+REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
+
+
+class ReportPlugin:
+    """Outcomes -> SessionMetrics (summary tables) -> files, terminal summary, exit gates."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.outcomes: dict[str, Outcome] = {}  # by nodeid: each phase's report repeats them
+        self.summaries: dict[str, pd.DataFrame] = {}
+        self.files: dict[str, list[Path]] = {}
+        self.gate_messages: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == OUTCOME_PROPERTY and report.nodeid not in self.outcomes:
+                self.outcomes[report.nodeid] = Outcome.from_json(json.loads(value))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        s = settings(self.config)
+        by_eval: dict[str, list[Outcome]] = defaultdict(list)
+        for o in self.outcomes.values():
+            by_eval[o.evaluation].append(o)
+        for name, outs in sorted(by_eval.items()):
+            outs.sort(key=lambda o: (o.model, o.case_id))
+            cls = evaluation_class(name)
+            summary = cls.summarize(outs, s)
+            out_dir = s.results_dir / name / s.run_id
+            files = [
+                write_jsonl(outs, out_dir / "raw_results.jsonl"),
+                write_csv(summary, out_dir / "summary.csv"),
+                *cls.write_outputs(outs, summary, out_dir),
+            ]
+            self.summaries[name], self.files[name] = summary, files
+        self.gate_messages = self._check_gates()
+        if self.gate_messages and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _check_gates(self) -> list[str]:
+        failed = []
+        for name, metric, threshold in self.config.stash.get(MIN_METRICS_KEY, []):
+            if name not in self.summaries:
+                failed.append(f"--min-metric {name}.{metric}: no outcomes of {name} in this run")
+                continue
+            rows = evaluation_class(name).headline(self.summaries[name])
+            if metric not in rows:
+                failed.append(
+                    f"--min-metric {name}.{metric}: unknown metric; "
+                    f"known: {', '.join(c for c in rows.columns if not c.endswith(('_lo', '_hi')))}"
+                )
+                continue
+            for _, row in rows.iterrows():
+                value = row[metric]
+                if not isinstance(value, float | int) or math.isnan(value) or value < threshold:
+                    where = ", ".join(f"{k}={row[k]}" for k in rows.columns[:3])
+                    failed.append(f"{name}.{metric} = {value} < {threshold} ({where})")
+        return failed
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        tr = terminalreporter
+        for name, summary in self.summaries.items():
+            cls = evaluation_class(name)
+            tr.write_sep("=", f"vlmbench: {name} (95% bootstrap intervals)")
+            headline = cls.headline(summary)
+            metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
+            tr.write_line(markdown_table(with_intervals(headline, metrics)))
+            outs = [o for o in self.outcomes.values() if o.evaluation == name]
+            sent = sum(int(o.extra.get("backend_calls", 0)) for o in outs)
+            cached = sum(int(o.extra.get("cache_hits", 0)) for o in outs)
+            tr.write_line(
+                f"cases: {len(outs)}; model calls: {sent} sent, {cached} served from cache; "
+                f"statuses: {dict(pd.Series([o.status for o in outs]).value_counts())}"
+            )
+            for path in self.files.get(name, []):
+                tr.write_line(f"wrote {path}")
+        for msg in self.gate_messages:
+            tr.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # xdist worker: the controller reports
+        return
+    plugin = ReportPlugin(config)
+    config.stash[REPORT_PLUGIN_KEY] = plugin
+    config.pluginmanager.register(plugin, "vlmbench-report")

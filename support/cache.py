@@ -1,0 +1,84 @@
+"""Content-addressed response cache, shared safely by processes (xdist workers) and runs.
+
+key = sha256 of the model identity (provider, model id, revision, backend version) and the canonical
+request (system, parts with image bytes hashed, prefill, sampling parameters, n, seed). Storage is one
+sqlite file in WAL mode: concurrent readers and writers across processes, each write atomic, so a run
+killed midway keeps every response that completed. Errors are never stored.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from support.types import Request, Response, canonical_json, sha256_hex
+
+SCHEMA_VERSION = 1
+
+
+def cache_key(identity: Mapping[str, Any], request: Request, with_hints: bool = False) -> str:
+    """The content address of a request sent to one model (identity: provider, model, revision...)."""
+    material = {
+        "v": SCHEMA_VERSION,
+        "model": dict(identity),
+        "request": request.canonical(with_hints=with_hints),
+    }
+    return sha256_hex(canonical_json(material))
+
+
+class ResponseCache:
+    """sqlite-backed map key -> Response. One connection per thread; safe across processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+        with self._conn() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS responses ("
+                " key TEXT PRIMARY KEY, model TEXT NOT NULL, created REAL NOT NULL,"
+                " response TEXT NOT NULL)"
+            )
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> Response | None:
+        """The stored response for `key`, marked cached, or None."""
+        row = self._conn().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return Response.from_json(json.loads(row[0]), cached=True)
+
+    def put(self, key: str, response: Response) -> None:
+        """Store a successful response (callers never pass errors: there is no error Response)."""
+        self._conn().execute(
+            "INSERT OR REPLACE INTO responses (key, model, created, response) VALUES (?, ?, ?, ?)",
+            (key, response.model, time.time(), json.dumps(response.to_json())),
+        )
+        self.writes += 1
+
+    def __len__(self) -> int:
+        return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -1,0 +1,222 @@
+"""Runs case coroutines: a background asyncio loop, per-model concurrency limits, micro-batching.
+
+Tests are synchronous; each evaluation's `evaluate(case, client)` is a coroutine. The `Engine` owns one
+event loop in a daemon thread. Before the first test of a group runs, the fixtures submit the
+coroutines of every selected case of that group; each test then blocks on its own future. So API
+backends see up to `concurrency` requests in flight, and local engines see whole batches.
+
+`ModelClient.generate` is what evaluations await: cache lookup, then either a bounded call to the
+backend (`Backend.generate`) or, for backends with `max_batch`, a `MicroBatcher` that gathers the
+requests waiting at that moment into one `Backend.generate_batch` call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from support.backends.base import Backend, BackendError
+from support.cache import ResponseCache, cache_key
+from support.types import Request, Response
+
+T = TypeVar("T")
+
+
+class Engine:
+    """One asyncio loop in a background thread; futures for the synchronous test side."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._futures: dict[str, concurrent.futures.Future[Any]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="vlmbench-engine", daemon=True
+                )
+                self._thread.start()
+            return self._loop
+
+    def submit(
+        self, key: str, factory: Callable[[], Coroutine[Any, Any, T]]
+    ) -> concurrent.futures.Future[T]:
+        """Start `factory()` on the loop once per key; later calls return the same future."""
+        with self._lock:
+            fut = self._futures.get(key)
+        if fut is not None:
+            return fut
+        fut = asyncio.run_coroutine_threadsafe(factory(), self.loop)
+        with self._lock:
+            return self._futures.setdefault(key, fut)
+
+    def future(self, key: str) -> concurrent.futures.Future[Any]:
+        """The future of an already submitted key (KeyError if none)."""
+        with self._lock:
+            return self._futures[key]
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run one coroutine on the loop and wait for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._futures.pop(key, None)
+
+    def close(self) -> None:
+        """Cancel what is still pending and stop the loop thread."""
+        with self._lock:
+            loop, self._loop = self._loop, None
+            futures, self._futures = list(self._futures.values()), {}
+        for fut in futures:
+            fut.cancel()
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=10)
+            with contextlib.suppress(RuntimeError):
+                loop.close()
+
+
+class MicroBatcher:
+    """Gathers the requests waiting at one moment into one `generate_batch` call.
+
+    One batch is in flight at a time (a local engine is one model); requests that arrive while it runs
+    wait and go together in the next call, up to `max_batch`. `settle_ticks` loop iterations are
+    yielded before a batch is cut so that coroutines released in the same tick can join it.
+    """
+
+    def __init__(
+        self,
+        run_batch: Callable[[list[Request]], Awaitable[list[Response]]],
+        max_batch: int,
+        settle_ticks: int = 3,
+    ) -> None:
+        self._run_batch = run_batch
+        self.max_batch = max_batch
+        self.settle_ticks = settle_ticks
+        self._pending: list[tuple[Request, asyncio.Future[Response]]] = []
+        self._worker: asyncio.Task[None] | None = None
+        self.calls = 0  # generate_batch calls made
+        self.batch_sizes: list[int] = []
+
+    async def submit(self, request: Request) -> Response:
+        fut: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._pending.append((request, fut))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain())
+        return await fut
+
+    async def _drain(self) -> None:
+        while self._pending:
+            for _ in range(self.settle_ticks):
+                await asyncio.sleep(0)
+            batch, self._pending = (
+                self._pending[: self.max_batch],
+                self._pending[self.max_batch :],
+            )
+            self.calls += 1
+            self.batch_sizes.append(len(batch))
+            try:
+                responses = await self._run_batch([r for r, _ in batch])
+                if len(responses) != len(batch):
+                    raise BackendError(
+                        f"backend returned {len(responses)} responses for {len(batch)} requests"
+                    )
+            except BaseException as exc:  # every waiter learns of the failure
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for (_, fut), resp in zip(batch, responses, strict=True):
+                if not fut.done():
+                    fut.set_result(resp)
+
+
+@dataclass
+class ClientStats:
+    """Counts for one model in one process."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    backend_calls: int = 0  # requests answered by the backend (batched requests count one each)
+    errors: int = 0
+
+
+class ModelClient:
+    """What evaluations await: `await client.generate(request)`.
+
+    Order: cache -> (batcher | semaphore) -> backend -> cache write. Errors propagate as
+    `BackendError` and are never cached.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        cache: ResponseCache | None,
+        concurrency: int,
+        max_batch: int | None = None,
+    ) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.cache = cache
+        self.concurrency = max(1, concurrency)
+        self.stats = ClientStats()
+        self._sem: asyncio.Semaphore | None = None
+        batch = max_batch if max_batch is not None else backend.max_batch
+        self.batcher = (
+            MicroBatcher(backend.generate_batch, batch) if batch and batch > 1 else None
+        )
+
+    def key(self, request: Request) -> str:
+        return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)
+
+    async def generate(self, request: Request) -> Response:
+        self.stats.requests += 1
+        key = self.key(request)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return hit
+        start = time.perf_counter()
+        try:
+            if self.batcher is not None:
+                response = await self.batcher.submit(request)
+            else:
+                if self._sem is None:
+                    self._sem = asyncio.Semaphore(self.concurrency)
+                async with self._sem:
+                    response = await self.backend.generate(request)
+        except BackendError:
+            self.stats.errors += 1
+            raise
+        except Exception as exc:  # a backend bug or an SDK error the backend did not wrap
+            self.stats.errors += 1
+            raise BackendError(f"{type(exc).__name__}: {exc}") from exc
+        self.stats.backend_calls += 1
+        if response.latency_s == 0.0:
+            response = Response(
+                texts=response.texts,
+                model=response.model,
+                usage=response.usage,
+                latency_s=time.perf_counter() - start,
+            )
+        if self.cache is not None:
+            self.cache.put(key, response)
+        return response
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()

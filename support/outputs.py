@@ -1,0 +1,71 @@
+"""Writing a run's files (raw_results.jsonl, summary.csv) and formatting its tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from support.types import Outcome
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temp file and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:
+    """One JSON object per case: ids, prompt hash, raw response, parsed answer, truth, status..."""
+    lines = [json.dumps(o.to_json(), sort_keys=True) for o in outcomes]
+    atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+    return path
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> Path:
+    atomic_write_text(path, df.to_csv(index=False, float_format="%.6g"))
+    return path
+
+
+def with_intervals(df: pd.DataFrame, metrics: Iterable[str], digits: int = 3) -> pd.DataFrame:
+    """Merge `m`, `m_lo`, `m_hi` columns into one text column `0.812 [0.750, 0.860]`."""
+    out = df.copy()
+    for m in metrics:
+        if m not in out:
+            continue
+        lo, hi = out.get(f"{m}_lo"), out.get(f"{m}_hi")
+        texts = []
+        for i, v in enumerate(out[m]):
+            text = fmt(v, digits)
+            if lo is not None and hi is not None:
+                a, b = lo.iloc[i], hi.iloc[i]
+                if not (_nan(a) or _nan(b)):
+                    text += f" [{fmt(a, digits)}, {fmt(b, digits)}]"
+            texts.append(text)
+        out[m] = texts
+        out = out.drop(columns=[c for c in (f"{m}_lo", f"{m}_hi") if c in out])
+    return out
+
+
+def fmt(v: object, digits: int = 3) -> str:
+    """A number for humans: fixed digits, '—' where undefined."""
+    if v is None or _nan(v):
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _nan(v: object) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """GitHub-flavoured markdown table (pandas.to_markdown, i.e. tabulate)."""
+    return df.to_markdown(index=False)

@@ -1,0 +1,195 @@
+"""Parse the pointing answer `{"name":"<organ>", "present":0|1, "point_canvas":[x,y] or null}`.
+
+Model answers are untrusted text: `parse_pointing` never raises. It tries, in order:
+  1. "json":         the whole stripped text is a JSON object;
+  2. "json-in-text": the first JSON object inside the text (code fences, prose around it);
+  3. "regex":        `"present": ...` and `"point_canvas": [x, y] | null` key/value pairs.
+A source counts only if it yields a valid `present`; otherwise the next one is tried, except that
+the regex is not tried once a well-formed JSON object had a "present" key with an unusable value.
+Points are canvas px (x right, y down, origin top-left of the canvas), integers in [0, w-1] x
+[0, h-1]; float coordinates must already lie in that range and are rounded half up.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_CHARS = 20_000  # only this many leading characters of an answer are looked at
+MAX_OBJECT_STARTS = 64  # "{" positions tried as the start of an embedded JSON object
+
+_NUM = r"(-?\d{1,32}(?:\.\d{1,32})?)"
+_PRESENT_RE = re.compile(
+    r"[\"']present[\"']\s*:\s*[\"']?(0|1|true|false|yes|no)(?![\w.])", re.IGNORECASE
+)
+_POINT_KEY_RE = re.compile(r"[\"']point_canvas[\"']\s*:", re.IGNORECASE)
+_POINT_RE = re.compile(
+    r"[\"']point_canvas[\"']\s*:\s*(?:\[\s*"
+    + _NUM
+    + r"\s*,\s*"
+    + _NUM
+    + r"\s*\]|(null|none)(?!\w))",
+    re.IGNORECASE,
+)
+_PRESENT_WORDS = {"0": 0, "1": 1, "true": 1, "false": 0, "yes": 1, "no": 0}
+
+
+@dataclass(frozen=True)
+class PointingAnswer:
+    """A parsed answer. `ok=False` means the outcome is "unparsable" (then present is None)."""
+
+    present: int | None  # 0/1, None when unparsable
+    point: tuple[int, int] | None  # (x, y) canvas px, origin top-left; only when present == 1
+    ok: bool
+    reason: str = ""  # source used ("json", "json-in-text", "regex") and notes, or why unparsable
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "present": self.present,
+            "point": list(self.point) if self.point is not None else None,
+            "ok": self.ok,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PointingAnswer:
+        point = d.get("point")
+        return cls(
+            present=d.get("present"),
+            point=(int(point[0]), int(point[1])) if point is not None else None,
+            ok=bool(d["ok"]),
+            reason=d.get("reason", ""),
+        )
+
+
+def format_pointing(name: str, present: int, point: tuple[int, int] | None) -> str:
+    """The canonical compact answer, e.g. `{"name":"Liver","present":1,"point_canvas":[384,400]}`.
+
+    The point is written only when present == 1 (else null). Used for few-shot example answers and
+    by the oracle model; `parse_pointing` reads it back unchanged.
+    """
+    if present not in (0, 1):
+        raise ValueError(f"present must be 0 or 1, got {present!r}")
+    pc = [int(point[0]), int(point[1])] if present == 1 and point is not None else None
+    answer = {"name": name, "present": int(present), "point_canvas": pc}
+    return json.dumps(answer, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_pointing(text: Any, canvas: tuple[int, int] = (768, 768)) -> PointingAnswer:
+    """Parse a model's answer text; never raises (anything unusable gives ok=False)."""
+    try:
+        return _parse(text, canvas)
+    except Exception as exc:  # a safety net: the steps below are written not to raise
+        return _unparsable(f"parser error: {type(exc).__name__}")
+
+
+def _unparsable(reason: str) -> PointingAnswer:
+    return PointingAnswer(present=None, point=None, ok=False, reason=reason)
+
+
+def _parse(text: Any, canvas: tuple[int, int]) -> PointingAnswer:
+    if not isinstance(text, str):
+        return _unparsable(f"not text: {type(text).__name__}")
+    s = text[:MAX_CHARS].strip()
+    if not s:
+        return _unparsable("empty")
+
+    # 1. the whole text is one JSON object
+    obj = _loads(s)
+    if isinstance(obj, dict) and (ans := _from_mapping(obj, canvas, "json")) is not None:
+        return ans
+
+    # 2. the first JSON object embedded in the text whose "present" is usable
+    bad_present = isinstance(obj, dict) and "present" in obj
+    decoder = json.JSONDecoder()
+    start = s.find("{")
+    tries = 0
+    while start != -1 and tries < MAX_OBJECT_STARTS:
+        tries += 1
+        try:
+            obj, _end = decoder.raw_decode(s, start)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            if (ans := _from_mapping(obj, canvas, "json-in-text")) is not None:
+                return ans
+            bad_present = bad_present or "present" in obj
+        start = s.find("{", start + 1)
+
+    # a well-formed object said "present" with an unusable value: the regex must not second-guess it
+    if bad_present:
+        return _unparsable("invalid present value")
+
+    # 3. regex over JSON-ish key/value pairs (malformed JSON)
+    return _from_regex(s, canvas)
+
+
+def _loads(s: str) -> Any:
+    try:
+        return json.loads(s)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _from_mapping(
+    obj: Mapping[str, Any], canvas: tuple[int, int], source: str
+) -> PointingAnswer | None:
+    """An answer from a decoded JSON object, or None when it has no usable "present"."""
+    present = _present(obj.get("present"))
+    if present is None:
+        return None
+    if present == 0:
+        return PointingAnswer(present=0, point=None, ok=True, reason=source)
+    if "point_canvas" not in obj or obj["point_canvas"] is None:
+        return PointingAnswer(1, None, True, f"{source}; point missing")
+    point, note = _point(obj["point_canvas"], canvas)
+    return PointingAnswer(1, point, True, source if point is not None else f"{source}; {note}")
+
+
+def _from_regex(s: str, canvas: tuple[int, int]) -> PointingAnswer:
+    m = _PRESENT_RE.search(s)
+    if m is None:
+        return _unparsable("no present field")
+    present = _PRESENT_WORDS[m.group(1).lower()]
+    if present == 0:
+        return PointingAnswer(0, None, True, "regex")
+    pm = _POINT_RE.search(s)
+    if pm is None:
+        note = "point malformed" if _POINT_KEY_RE.search(s) else "point missing"
+        return PointingAnswer(1, None, True, f"regex; {note}")
+    if pm.group(3) is not None:  # null
+        return PointingAnswer(1, None, True, "regex; point missing")
+    point, note = _point([float(pm.group(1)), float(pm.group(2))], canvas)
+    return PointingAnswer(1, point, True, "regex" if point is not None else f"regex; {note}")
+
+
+def _present(v: Any) -> int | None:
+    """0/1 from 0/1, true/false, 0.0/1.0 or the strings "0"/"1"/"true"/"false"/"yes"/"no"."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int | float) and v in (0, 1):
+        return int(v)
+    if isinstance(v, str):
+        return _PRESENT_WORDS.get(v.strip().lower())
+    return None
+
+
+def _point(v: Any, canvas: tuple[int, int]) -> tuple[tuple[int, int] | None, str]:
+    """((x, y) canvas px, "") for a valid point, else (None, why). Floats round half up."""
+    if not isinstance(v, list | tuple) or len(v) != 2:
+        return None, "point malformed"
+    coords = []
+    for c in v:
+        if isinstance(c, bool) or not isinstance(c, int | float):
+            return None, "point malformed"
+        if isinstance(c, float) and not math.isfinite(c):
+            return None, "point malformed"
+        coords.append(c)
+    (x, y), (w, h) = coords, canvas
+    if not (0 <= x <= w - 1 and 0 <= y <= h - 1):
+        return None, "point out of bounds"
+    return (math.floor(x + 0.5), math.floor(y + 0.5)), ""

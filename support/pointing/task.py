@@ -1,0 +1,293 @@
+"""The pointing evaluation: organ/tool presence and a point on the 768x768 canvas, CholecSeg8k.
+
+Cases are sample x organ (12) x condition (zero_shot, fewshot_standard, fewshot_hard_negatives);
+the model is added by the pytest parametrization. Data flow of one case: the sample's frame is
+letterboxed onto the canvas, few-shot examples (from the prepared plans) are interleaved before it,
+the answer is parsed, and the point is mapped back to image pixels and looked up in the organ mask.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from PIL import Image, ImageDraw
+
+from support.engine import ModelClient
+from support.evaluation import Evaluation
+from support.memo import OnceCache
+from support.geometry import Letterbox, canvas_mask, interior_point, letterbox, mask_outline
+from support.pointing.classes import CLASS_NAMES, ORGAN_IDS, ORGAN_SLUGS
+from support.pointing.dataset import CholecSeg8k
+from support.pointing.parser import PointingAnswer, format_pointing, parse_pointing
+from support.pointing.prepare import Prepared, load_prepared, prepare
+from support.pointing.prompts import SYSTEM_PROMPT, Example, few_shot_parts, zero_shot_parts
+from support.settings import RunSettings
+from support.synthetic.cholecseg8k import ensure_cholecseg8k
+from support.types import Case, Outcome, Part, Request, Response, Usage
+
+CANVAS = (768, 768)  # (width, height) canvas px
+CONDITIONS: tuple[str, ...] = ("zero_shot", "fewshot_standard", "fewshot_hard_negatives")
+PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
+N_TEST = 100  # balanced test samples, as the source
+MAX_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class PointingAnswerSpace:
+    """`chance`'s answers: present ~ Bernoulli(0.5); if present, a uniform canvas pixel."""
+
+    organ_name: str
+    canvas: tuple[int, int] = CANVAS
+
+    def sample(self, rng: np.random.Generator) -> str:
+        present = int(rng.integers(2))
+        point = (int(rng.integers(self.canvas[0])), int(rng.integers(self.canvas[1])))
+        return format_pointing(self.organ_name, present, point if present else None)
+
+
+def linspace_subset(items: list[int], n: int | None) -> list[int]:
+    """`n` evenly spaced items (np.linspace over positions, as the source); all when n is None."""
+    if n is None or n >= len(items):
+        return list(items)
+    positions = np.linspace(0, len(items) - 1, n, dtype=int)
+    return [items[i] for i in dict.fromkeys(positions.tolist())]
+
+
+def prepared_dir(cache_dir: Path, key: str) -> Path:
+    """Where a dataset's presence matrix, test indices and few-shot plans live."""
+    return cache_dir / "data_info" / "cholecseg8k" / key
+
+
+class PointingEvaluation(Evaluation):
+    """Worker side: data, cases, requests, scoring. Controller side: see support.pointing.summary."""
+
+    name: ClassVar[str] = "pointing"
+    quick_samples: ClassVar[int] = 5
+    summary_keys: ClassVar[tuple[str, ...]] = ("model", "condition", "organ")
+
+    def __init__(self, source: str, prepared: Prepared, rows: list[int]) -> None:
+        self.source = source
+        self.prepared = prepared
+        self.rows = rows  # dataset row indices under test, in test-set order
+        self.quick_rows = set(linspace_subset(rows, self.quick_samples))
+        self._ds: CholecSeg8k | None = None
+        self._ds_lock = threading.Lock()
+        self._frames: OnceCache[int, tuple[Part, Letterbox, np.ndarray]] = OnceCache(256)
+        self._targets: OnceCache[tuple[int, int], tuple[int, int] | None] = OnceCache(8192)
+
+    # ---- loading and cases -------------------------------------------------------------------
+    @classmethod
+    def load(cls, settings: RunSettings) -> PointingEvaluation:
+        source = settings.data.get("cholecseg8k")
+        if source is None:
+            source = str(ensure_cholecseg8k(settings.cache_dir))
+        if Path(source).exists() or any(ch in source for ch in "*?"):
+            ds = CholecSeg8k.open(source)  # local: preparing is local computation
+            prepared = prepare(ds, prepared_dir(settings.cache_dir, ds.fingerprint[:16]), N_TEST)
+        else:  # a hub id: never download at collection time; the plans must exist already
+            ds = None
+            key = source.replace("/", "__")
+            prepared = load_prepared(prepared_dir(settings.cache_dir, key), N_TEST)
+        ev = cls(source, prepared, linspace_subset(list(prepared.test_indices), settings.samples))
+        ev._ds = ds
+        return ev
+
+    @property
+    def ds(self) -> CholecSeg8k:
+        with self._ds_lock:
+            if self._ds is None:
+                self._ds = CholecSeg8k.open(self.source)
+            return self._ds
+
+    def cases(self) -> list[Case]:
+        y = self.prepared.presence
+        out = []
+        for row in self.rows:
+            for condition in CONDITIONS:
+                for j, oid in enumerate(ORGAN_IDS):
+                    params = {
+                        "row": row,
+                        "organ": oid,
+                        "condition": condition,
+                        "video": self.prepared.video_ids[row],
+                        "present": int(y[row, j]),
+                    }
+                    case_id = f"s{row:04d}-{ORGAN_SLUGS[oid]}-{condition}"
+                    out.append(Case(case_id, self.name, params))
+        return out
+
+    def is_quick(self, case: Case) -> bool:
+        return case.params["row"] in self.quick_rows
+
+    def locality(self, case: Case) -> str:
+        return f"s{case.params['row']}"
+
+    # ---- images and targets (memoised: many cases share a frame) -----------------------------
+    def frame(self, row: int) -> tuple[Part, Letterbox, np.ndarray]:
+        """The row's canvas image (PNG part), its letterbox, and its (H, W) int8 label map."""
+        return self._frames.get(row, self._load_frame)
+
+    def _load_frame(self, row: int) -> tuple[Part, Letterbox, np.ndarray]:
+        canvas, box = letterbox(self.ds.image(row), CANVAS)
+        return Part.of_image(canvas), box, self.ds.labels(row)
+
+    def target_point(self, row: int, organ: int) -> tuple[int, int] | None:
+        """A canvas pixel (x, y) whose centre maps into the organ: the organ's most interior pixel
+        on the canvas grid. None when the organ is absent or too thin to hit at canvas resolution."""
+        return self._targets.get((row, organ), self._find_target)
+
+    def _find_target(self, key: tuple[int, int]) -> tuple[int, int] | None:
+        row, organ = key
+        _, box, labels = self.frame(row)
+        return interior_point(canvas_mask(labels == organ, box))
+
+    def answer(self, row: int, organ: int) -> str:
+        """The ground-truth answer in the requested JSON format (few-shot examples, oracle)."""
+        present = int(self.prepared.presence[row, ORGAN_IDS.index(organ)])
+        point = self.target_point(row, organ) if present else None
+        return format_pointing(CLASS_NAMES[organ], present, point)
+
+    def examples(self, condition: str, organ: int) -> list[Example]:
+        """Few-shot examples of the condition's plan: positive, easy negative, [near miss]."""
+        if condition == "zero_shot":
+            return []
+        plan = self.prepared.plans[PLAN_OF[condition]][str(organ)]
+        rows = [*plan["positives"][:1], *plan["negatives_easy"][:1], *plan["negatives_hard"][:1]]
+        return [Example(self.frame(r)[0], self.answer(r, organ)) for r in rows]
+
+    def request(self, case: Case) -> Request:
+        row, organ, condition = case.params["row"], case.params["organ"], case.params["condition"]
+        name = CLASS_NAMES[organ]
+        image = self.frame(row)[0]
+        examples = self.examples(condition, organ)
+        parts = few_shot_parts(name, examples, image) if examples else zero_shot_parts(name, image)
+        return Request(
+            parts=parts,
+            system=SYSTEM_PROMPT,
+            temperature=0.0,
+            max_tokens=MAX_TOKENS,
+            target=self.answer(row, organ),
+            answer_space=PointingAnswerSpace(name),
+        )
+
+    # ---- evaluation --------------------------------------------------------------------------
+    async def evaluate(self, case: Case, client: ModelClient) -> Outcome:
+        request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
+        response = await client.generate(request)
+        answer = parse_pointing(response.text, CANVAS)
+        return self.score(case, client.name, request, response, answer)
+
+    def score(
+        self, case: Case, model: str, request: Request, response: Response, answer: PointingAnswer
+    ) -> Outcome:
+        row, organ = case.params["row"], case.params["organ"]
+        y_true = int(case.params["present"])
+        hit: bool | None = None
+        if not answer.ok:
+            status, y_pred = "unparsable", None
+        else:
+            y_pred = int(answer.present or 0)
+            if y_true == 1 and y_pred == 1:
+                hit = self.hits(row, organ, answer.point)
+            correct = y_pred == y_true and (y_true == 0 or bool(hit))
+            status = "correct" if correct else "wrong"
+        return Outcome(
+            case_id=f"{case.id}-{model}",
+            evaluation=self.name,
+            model=model,
+            status=status,
+            group={"condition": case.params["condition"], "organ": CLASS_NAMES[organ]},
+            cluster=case.params["video"],
+            scores={"y_true": y_true, "y_pred": y_pred, "hit": hit},
+            prediction=answer.to_json(),
+            target={"present": y_true, "point_canvas": self._target_list(row, organ, y_true)},
+            raw=response.text,
+            prompt_hash=request.digest(),
+            latency_s=response.latency_s,
+            cached=response.cached,
+            usage=response.usage,
+            extra={
+                "row": row,
+                "backend_calls": 0 if response.cached else 1,
+                "cache_hits": 1 if response.cached else 0,
+            },
+        )
+
+    def hits(self, row: int, organ: int, point: tuple[int, int] | None) -> bool:
+        """Whether canvas pixel `point` (x, y), mapped back to image pixels, lies in the organ."""
+        if point is None:
+            return False
+        _, box, labels = self.frame(row)
+        pixel = box.to_image_pixel(point[0] + 0.5, point[1] + 0.5)  # the pixel's centre
+        return pixel is not None and bool(labels[pixel[1], pixel[0]] == organ)
+
+    def _target_list(self, row: int, organ: int, present: int) -> list[int] | None:
+        point = self.target_point(row, organ) if present else None
+        return list(point) if point else None
+
+    def error_outcome(self, case: Case, model: str, message: str) -> Outcome:
+        return Outcome(
+            case_id=f"{case.id}-{model}",
+            evaluation=self.name,
+            model=model,
+            status="error",
+            group={
+                "condition": case.params["condition"],
+                "organ": CLASS_NAMES[case.params["organ"]],
+            },
+            cluster=case.params["video"],
+            scores={"y_true": int(case.params["present"]), "y_pred": None, "hit": None},
+            target={"present": int(case.params["present"])},
+            error=message,
+            usage=Usage(),
+            extra={"row": case.params["row"], "backend_calls": 0, "cache_hits": 0},
+        )
+
+    def render(self, case: Case, outcome: Outcome) -> bytes | None:
+        """The canvas with the organ outlined (green) and the predicted point (red cross)."""
+        row, organ = case.params["row"], case.params["organ"]
+        image, box, labels = self.frame(row)
+        canvas = Image.open(io.BytesIO(image.image or b"")).convert("RGB")
+        outline = mask_outline(canvas_mask(labels == organ, box))
+        pixels = np.asarray(canvas).copy()
+        pixels[outline] = (0, 255, 0)
+        canvas = Image.fromarray(pixels)
+        point = (outcome.prediction or {}).get("point")
+        if point:
+            x, y = point
+            draw = ImageDraw.Draw(canvas)
+            draw.line([(x - 12, y), (x + 12, y)], fill=(255, 0, 0), width=3)
+            draw.line([(x, y - 12), (x, y + 12)], fill=(255, 0, 0), width=3)
+            draw.ellipse([(x - 7, y - 7), (x + 7, y + 7)], outline=(255, 255, 255), width=2)
+        canvas.thumbnail((384, 384))
+        buf = io.BytesIO()
+        canvas.save(buf, format="JPEG", quality=80)
+        return buf.getvalue()
+
+    # ---- controller side ---------------------------------------------------------------------
+    @classmethod
+    def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
+        from support.pointing.summary import summarize
+
+        return summarize(outcomes, n_resamples=settings.bootstrap, seed=settings.seed)
+
+    @classmethod
+    def write_outputs(
+        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path
+    ) -> list[Path]:
+        from support.pointing.summary import plot_f1_by_organ, write_report
+
+        return [write_report(summary, out_dir / "report.md"), plot_f1_by_organ(summary, out_dir)]
+
+    @classmethod
+    def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
+        from support.pointing.summary import headline
+
+        return headline(summary)

@@ -1,0 +1,23 @@
+"""Run settings: what the command line decided, as one plain object the library can read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Options of one run (pytest options map onto these; the library never imports pytest)."""
+
+    models: tuple[str, ...] = ("oracle", "chance")
+    samples: int | None = None  # evenly spaced subset of each evaluation's test set
+    seed: int = 0  # seeds `chance`, sampling and the bootstrap; never the dataset content
+    cache_dir: Path = Path(".vlmbench-cache")
+    use_cache: bool = True
+    results_dir: Path = Path("results")
+    run_id: str = ""
+    concurrency: int | None = None  # None: each backend's default
+    bootstrap: int = 1000  # bootstrap resamples per interval (0: no intervals)
+    data: Mapping[str, str] = field(default_factory=dict)  # dataset option name -> path or hub id

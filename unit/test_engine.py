@@ -1,0 +1,188 @@
+"""Engine, micro-batching, model client and cache behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+
+import pytest
+
+from support.backends.base import Backend, BackendError
+from support.backends.reference import ChanceBackend, OracleBackend
+from support.backends.scripted import ScriptedBackend
+from support.cache import ResponseCache
+from support.engine import Engine, MicroBatcher, ModelClient
+from support.types import Part, Request, Response
+
+
+def req(text: str, **kw) -> Request:
+    return Request(parts=(Part.of_text(text),), **kw)
+
+
+def test_engine_runs_submissions_once_per_key():
+    eng = Engine()
+    runs = []
+
+    async def work(x):
+        runs.append(x)
+        await asyncio.sleep(0.01)
+        return x * 2
+
+    try:
+        futs = [eng.submit(f"k{i}", lambda i=i: work(i)) for i in range(20)]
+        again = eng.submit("k3", lambda: work(99))
+        assert [f.result(5) for f in futs] == [2 * i for i in range(20)]
+        assert again is futs[3]
+        assert sorted(runs) == list(range(20))
+    finally:
+        eng.close()
+
+
+class SlowBackend(Backend):
+    """Sleeps `delay` per request and records the peak number in flight."""
+
+    def __init__(self, delay: float) -> None:
+        self.name, self.identity, self.delay = "slow", {"model": "slow"}, delay
+        self.in_flight = self.peak = self.calls = 0
+
+    async def generate(self, request: Request) -> Response:
+        self.calls += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        await asyncio.sleep(self.delay)
+        self.in_flight -= 1
+        return Response(texts=(request.parts[0].text or "",), model=self.name)
+
+
+def test_concurrency_is_bounded_and_used():
+    backend = SlowBackend(0.02)
+    client = ModelClient(backend, cache=None, concurrency=8)
+
+    async def main():
+        return await asyncio.gather(*(client.generate(req(str(i))) for i in range(64)))
+
+    start = time.perf_counter()
+    out = asyncio.run(main())
+    elapsed = time.perf_counter() - start
+    assert [r.text for r in out] == [str(i) for i in range(64)]
+    assert backend.peak == 8
+    assert elapsed < 64 * 0.02 / 2  # far from serial (1.28 s); ideal is 0.16 s
+
+
+def test_micro_batcher_gathers_waiting_requests():
+    backend = ScriptedBackend(lambda r: r.parts[0].text.upper(), max_batch=16)
+    client = ModelClient(backend, cache=None, concurrency=1)
+
+    async def two_stage(i):
+        first = await client.generate(req(f"a{i}"))
+        return await client.generate(req(first.text + "b"))
+
+    async def main():
+        return await asyncio.gather(*(two_stage(i) for i in range(100)))
+
+    out = asyncio.run(main())
+    assert [r.text for r in out] == [f"A{i}B" for i in range(100)]
+    # 2 stages x 100 cases / batch 16: about 2 x 7 calls, nowhere near 200
+    assert backend.batch_calls <= 2 * -(-100 // 16) + 1
+    assert max(client.batcher.batch_sizes) == 16
+    assert backend.calls == 0
+
+
+def test_micro_batcher_failure_reaches_every_waiter():
+    async def boom(requests):
+        raise BackendError("engine crashed")
+
+    batcher = MicroBatcher(boom, max_batch=4)
+
+    async def main():
+        return await asyncio.gather(
+            *(batcher.submit(req(str(i))) for i in range(6)), return_exceptions=True
+        )
+
+    out = asyncio.run(main())
+    assert all(isinstance(e, BackendError) for e in out)
+
+
+def test_cache_serves_repeats_and_never_stores_errors(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    fail = {"on": True}
+
+    def script(r):
+        if fail["on"] and r.parts[0].text == "bad":
+            raise RuntimeError("HTTP 500")
+        return "ok:" + r.parts[0].text
+
+    backend = ScriptedBackend(script)
+    client = ModelClient(backend, cache=cache, concurrency=4)
+
+    async def run(texts):
+        return await asyncio.gather(
+            *(client.generate(req(t)) for t in texts), return_exceptions=True
+        )
+
+    first = asyncio.run(run(["a", "b", "bad"]))
+    assert isinstance(first[2], BackendError) and "HTTP 500" in str(first[2])
+    assert len(cache) == 2 and backend.calls == 3
+    fail["on"] = False
+    second = asyncio.run(run(["a", "b", "bad"]))
+    assert [r.text for r in second] == ["ok:a", "ok:b", "ok:bad"]
+    assert [r.cached for r in second] == [True, True, False]
+    assert backend.calls == 4  # only the failed one was sent again
+
+
+def test_cache_key_covers_the_request_and_the_model():
+    a, b = OracleBackend(), ChanceBackend(seed=1)
+    ca, cb = ModelClient(a, None, 1), ModelClient(b, None, 1)
+    base = req("x", target="t")
+    keys = {
+        ca.key(base),
+        cb.key(base),
+        ca.key(req("x", target="t", temperature=0.7)),
+        ca.key(req("x", target="t", n=2)),
+        ca.key(Request(parts=(Part.of_text("x"), Part.of_image(b"\x89PNG\r\n\x1a\n1")))),
+        ca.key(Request(parts=(Part.of_text("x"), Part.of_image(b"\x89PNG\r\n\x1a\n2")))),
+    }
+    assert len(keys) == 6
+    assert ModelClient(ChanceBackend(seed=2), None, 1).key(base) != cb.key(base)
+    # real backends never see the reference hints, so the hints do not split their cache
+    s1 = ModelClient(ScriptedBackend(str), None, 1)
+    assert s1.key(req("x", target="t1")) == s1.key(req("x", target="t2"))
+
+
+def _writer(path, start):
+    cache = ResponseCache(path)
+    for i in range(start, start + 200):
+        cache.put(f"k{i}", Response(texts=(str(i),), model="m"))
+
+
+def test_cache_is_shared_safely_by_processes(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    ResponseCache(path)
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, k * 100)) for k in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = ResponseCache(path)
+    assert len(cache) == 400  # overlapping keys written twice stay one row
+    assert cache.get("k250").text == "250"
+
+
+def test_chance_is_deterministic_and_seeded():
+    from support.pointing.task import PointingAnswerSpace
+
+    r = req("q", answer_space=PointingAnswerSpace("Liver"), n=3)
+
+    async def answers(seed):
+        return (await ChanceBackend(seed=seed).generate(r)).texts
+
+    assert asyncio.run(answers(0)) == asyncio.run(answers(0))
+    assert asyncio.run(answers(0)) != asyncio.run(answers(1))
+
+
+def test_oracle_without_target_is_an_error():
+    with pytest.raises(BackendError):
+        asyncio.run(OracleBackend().generate(req("q")))
