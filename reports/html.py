@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 
 import pytest
 
 from fixtures.datasets import evaluation
 from fixtures.outcomes import OUTCOME_KEY
-from support.outputs import with_intervals
 from support.evaluation import evaluation_class
+from support.outputs import with_intervals
 
 
 def _html_enabled(config: pytest.Config) -> bool:
@@ -38,9 +39,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         added.append(
             extras.image(base64.b64encode(picture).decode("ascii"), "case", "image/jpeg", "jpg")
         )
-    added.append(extras.text(result.raw or "(no response)", name="raw response"))
+    rows = [
+        ("status", result.status),
+        ("prediction", json.dumps(result.prediction)),
+        ("target", json.dumps(result.target)),
+        ("raw response", result.raw or "(no response)"),
+    ]
     if result.error:
-        added.append(extras.text(result.error, name="error"))
+        rows.append(("error", result.error))
+    cells = "".join(
+        f"<tr><th>{html.escape(k)}</th><td><pre>{html.escape(v)}</pre></td></tr>" for k, v in rows
+    )
+    added.append(extras.html(f'<table class="vlmbench-case">{cells}</table>'))
     report.extras = [*getattr(report, "extras", []), *added]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pandas as pd
@@ -17,8 +17,8 @@ import pytest
 
 from fixtures.options import MIN_METRICS_KEY, settings
 from fixtures.outcomes import OUTCOME_PROPERTY
-from support.outputs import markdown_table, with_intervals, write_csv, write_jsonl
 from support.evaluation import evaluation_class
+from support.outputs import markdown_table, with_intervals, write_csv, write_jsonl
 from support.types import Outcome
 
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
@@ -93,7 +93,7 @@ class ReportPlugin:
             cached = sum(int(o.extra.get("cache_hits", 0)) for o in outs)
             tr.write_line(
                 f"cases: {len(outs)}; model calls: {sent} sent, {cached} served from cache; "
-                f"statuses: {dict(pd.Series([o.status for o in outs]).value_counts())}"
+                f"statuses: {dict(sorted(Counter(o.status for o in outs).items()))}"
             )
             for path in self.files.get(name, []):
                 tr.write_line(f"wrote {path}")

@@ -1,9 +1,9 @@
 """Content-addressed response cache, shared safely by processes (xdist workers) and runs.
 
-key = sha256 of the model identity (provider, model id, revision, backend version) and the canonical
-request (system, parts with image bytes hashed, prefill, sampling parameters, n, seed). Storage is one
-sqlite file in WAL mode: concurrent readers and writers across processes, each write atomic, so a run
-killed midway keeps every response that completed. Errors are never stored.
+key = sha256 of the model identity (provider, model id, revision, backend version) and the
+canonical request (system, parts with image bytes hashed, prefill, sampling parameters, n, seed).
+Storage is one sqlite file in WAL mode: concurrent readers and writers across processes, each
+write atomic, so a run killed midway keeps every response that completed. Errors are never stored.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ SCHEMA_VERSION = 1
 
 
 def cache_key(identity: Mapping[str, Any], request: Request, with_hints: bool = False) -> str:
-    """The content address of a request sent to one model (identity: provider, model, revision...)."""
+    """The content address of a request to one model (identity: provider, model, revision...)."""
     material = {
         "v": SCHEMA_VERSION,
         "model": dict(identity),
@@ -59,7 +59,9 @@ class ResponseCache:
 
     def get(self, key: str) -> Response | None:
         """The stored response for `key`, marked cached, or None."""
-        row = self._conn().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        row = (
+            self._conn().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        )
         if row is None:
             self.misses += 1
             return None

@@ -1,8 +1,9 @@
 """Runs case coroutines: a background asyncio loop, per-model concurrency limits, micro-batching.
 
-Tests are synchronous; each evaluation's `evaluate(case, client)` is a coroutine. The `Engine` owns one
-event loop in a daemon thread. Before the first test of a group runs, the fixtures submit the
-coroutines of every selected case of that group; each test then blocks on its own future. So API
+Tests are synchronous; each evaluation's `evaluate(case, client)` is a coroutine. The `Engine`
+owns one event loop in a daemon thread. Before the first test of a group runs, the fixtures
+submit the coroutines of every selected case of that group; each test then blocks on its own
+future. So API
 backends see up to `concurrency` requests in flight, and local engines see whole batches.
 
 `ModelClient.generate` is what evaluations await: cache lookup, then either a bounded call to the
@@ -91,9 +92,9 @@ class Engine:
 class MicroBatcher:
     """Gathers the requests waiting at one moment into one `generate_batch` call.
 
-    One batch is in flight at a time (a local engine is one model); requests that arrive while it runs
-    wait and go together in the next call, up to `max_batch`. `settle_ticks` loop iterations are
-    yielded before a batch is cut so that coroutines released in the same tick can join it.
+    One batch is in flight at a time (a local engine is one model); requests that arrive while it
+    runs wait and go together in the next call, up to `max_batch`. `settle_ticks` loop iterations
+    are yielded before a batch is cut so that coroutines released in the same tick can join it.
     """
 
     def __init__(
@@ -176,9 +177,7 @@ class ModelClient:
         self.stats = ClientStats()
         self._sem: asyncio.Semaphore | None = None
         batch = max_batch if max_batch is not None else backend.max_batch
-        self.batcher = (
-            MicroBatcher(backend.generate_batch, batch) if batch and batch > 1 else None
-        )
+        self.batcher = MicroBatcher(backend.generate_batch, batch) if batch and batch > 1 else None
 
     def key(self, request: Request) -> str:
         return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)

@@ -87,4 +87,3 @@ class Evaluation:
     def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
         """The rows and columns printed at the end of the run and shown in the HTML summary."""
         return summary
-

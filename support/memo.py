@@ -1,7 +1,7 @@
 """A bounded, thread-safe memo that computes each key once even when threads ask at the same time.
 
-functools.lru_cache lets concurrent callers compute the same key in parallel; when the engine starts
-dozens of cases that share one frame, that is dozens of decodes. Here late callers wait for the first.
+functools.lru_cache lets concurrent callers compute the same key in parallel; when the engine
+starts dozens of cases that share one frame, that is dozens of decodes. Here late callers wait.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Metrics are reductions over the whole list of outcomes, not per-case averages. Intervals resample
 clusters (e.g. the videos frames come from, whose frames are correlated), not single cases: each
-cluster contributes a row of additive counts, a resample sums the rows of the clusters drawn, and the
-metric is recomputed from the summed counts. Resampling is scipy.stats.bootstrap's (percentile method).
+cluster contributes a row of additive counts, a resample sums the rows of the clusters drawn, and
+the metric is recomputed from the summed counts. Resampling: scipy.stats.bootstrap (percentile).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The suite's value objects: Case, Part, Request, Response, Usage, Outcome.
 
-All are frozen dataclasses with `to_json`/`from_json` so they cross process boundaries (xdist) and
-land in caches and reports as plain JSON. Image bytes never enter JSON: `Request.canonical()` hashes them.
+All are frozen dataclasses with `to_json`/`from_json` so they cross process boundaries (xdist)
+and land in caches and reports as plain JSON. Image bytes never enter JSON: `Request.canonical()`
+hashes them.
 """
 
 from __future__ import annotations
@@ -202,9 +203,10 @@ class Response:
 class Outcome:
     """The scored result of one case with one model: what reports and metrics are built from.
 
-    `group` holds the reporting dimensions (e.g. condition, organ), `cluster` the resampling unit of
-    the bootstrap (e.g. the video a frame comes from), `scores` the per-case numbers the evaluation's
-    metrics reduce over. Everything is plain JSON so it survives xdist and lands in raw_results.jsonl.
+    `group` holds the reporting dimensions (e.g. condition, organ), `cluster` the resampling unit
+    of the bootstrap (e.g. the video a frame comes from), `scores` the per-case numbers the
+    evaluation's metrics reduce over. Everything is plain JSON: it survives xdist and lands in
+    raw_results.jsonl.
     """
 
     case_id: str

@@ -1,7 +1,9 @@
-"""CholecSeg8k pointing: presence + a point on the 768x768 canvas, sample x organ x condition x model.
+"""CholecSeg8k pointing: presence and a point on the 768x768 canvas.
 
-    pytest evals/pointing -k liver -n 8
-    pytest evals/pointing --model=gpt-4o-mini -m quick
+Cases are sample x organ x condition x model:
+
+pytest evals/pointing -k liver -n 8
+pytest evals/pointing --model=gpt-4o-mini -m quick
 """
 
 import pytest

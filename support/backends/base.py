@@ -27,7 +27,8 @@ class Backend:
 
     name: str = ""
     identity: Mapping[str, Any] = {}
-    reads_hints: bool = False  # True only for reference models that read Request.target/answer_space
+    # True only for reference models, which read Request.target / Request.answer_space
+    reads_hints: bool = False
     max_batch: int | None = None
     default_concurrency: int = 8
 

@@ -53,7 +53,7 @@ def known_names() -> list[str]:
 
 
 def check_name(name: str) -> None:
-    """Raise ValueError for a name no factory serves (caught at configure time, before collection)."""
+    """Raise ValueError for a name no factory serves (checked at configure, before collection)."""
     if name in MODELS:
         return
     provider, sep, model_id = name.partition(":")

@@ -58,7 +58,7 @@ def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """One row per (model, condition, organ) plus an `ALL` organ row; `m`, `m_lo`, `m_hi` columns."""
+    """A row per (model, condition, organ) plus an `ALL` organ row; `m`, `m_lo`, `m_hi` columns."""
     rows = []
     frame = pd.DataFrame(
         {

@@ -21,8 +21,8 @@ from PIL import Image, ImageDraw
 
 from support.engine import ModelClient
 from support.evaluation import Evaluation
-from support.memo import OnceCache
 from support.geometry import Letterbox, canvas_mask, interior_point, letterbox, mask_outline
+from support.memo import OnceCache
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS, ORGAN_SLUGS
 from support.pointing.dataset import CholecSeg8k
 from support.pointing.parser import PointingAnswer, format_pointing, parse_pointing
@@ -66,7 +66,7 @@ def prepared_dir(cache_dir: Path, key: str) -> Path:
 
 
 class PointingEvaluation(Evaluation):
-    """Worker side: data, cases, requests, scoring. Controller side: see support.pointing.summary."""
+    """Worker side: data, cases, requests, scoring. Controller side: support.pointing.summary."""
 
     name: ClassVar[str] = "pointing"
     quick_samples: ClassVar[int] = 5
@@ -140,7 +140,7 @@ class PointingEvaluation(Evaluation):
 
     def target_point(self, row: int, organ: int) -> tuple[int, int] | None:
         """A canvas pixel (x, y) whose centre maps into the organ: the organ's most interior pixel
-        on the canvas grid. None when the organ is absent or too thin to hit at canvas resolution."""
+        on the canvas grid. None when the organ is absent or too thin to hit on the canvas."""
         return self._targets.get((row, organ), self._find_target)
 
     def _find_target(self, key: tuple[int, int]) -> tuple[int, int] | None:

@@ -1,0 +1,212 @@
+"""The reporting plugin end to end, through pytester subprocess runs of the real pointing suite.
+
+Each run uses the synthetic CholecSeg8k sample (built once per test session) and its own cache and
+results folders, so runs are independent unless a test shares a cache on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+POINTING = str(REPO / "evals" / "pointing")
+METRICS = ["accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate"]
+
+
+@pytest.fixture(scope="session")
+def cholecseg8k(tmp_path_factory) -> Path:
+    from support.synthetic.cholecseg8k import ensure_cholecseg8k
+
+    return ensure_cholecseg8k(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester, cholecseg8k: Path, tmp_path: Path):
+    """run(*args, cache="c") -> (RunResult, results folder of the pointing run)."""
+
+    def _run(*args: str, cache: str = "cache", run_id: str = "r1", plugins: str | None = None):
+        results = tmp_path / "results"
+        argv = [
+            POINTING,
+            f"--rootdir={REPO}",
+            f"--cholecseg8k={cholecseg8k}",
+            f"--cache-dir={tmp_path / cache}",
+            f"--results-dir={results}",
+            f"--run-id={run_id}",
+            "--bootstrap=200",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ]
+        if plugins:
+            argv += ["-p", plugins]
+        result = pytester.runpytest_subprocess(*argv, timeout=300)
+        return result, results / "pointing" / run_id
+
+    return _run
+
+
+def summary(folder: Path) -> pd.DataFrame:
+    return pd.read_csv(folder / "summary.csv")
+
+
+def raw(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "raw_results.jsonl").read_text().splitlines()]
+
+
+def test_oracle_reads_one_on_every_metric(run):
+    result, out = run("--model=oracle", "-m", "quick")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=5 * 12 * 3)
+    s = summary(out)
+    assert set(s["condition"]) == {"zero_shot", "fewshot_standard", "fewshot_hard_negatives"}
+    overall = s[s["organ"] == "ALL"]
+    assert len(overall) == 3
+    for m in METRICS:
+        assert (overall[m] == 1.0).all(), m
+    for m in METRICS:  # per organ: 1.0 wherever the metric is defined
+        assert all(v == 1.0 for v in s[m] if not math.isnan(v)), m
+    assert (s["unparsable_rate"] == 0).all()
+    assert {p.name for p in out.iterdir()} >= {
+        "raw_results.jsonl",
+        "summary.csv",
+        "report.md",
+        "f1_by_organ.png",
+    }
+    rows = raw(out)
+    assert len(rows) == 180 and all(r["status"] == "correct" for r in rows)
+    assert {"prompt_hash", "raw", "prediction", "target", "latency_s", "cached"} <= set(rows[0])
+    report = (out / "report.md").read_text()
+    assert "## Overall" in report and "Best and worst organs" in report
+
+
+def test_chance_sits_near_chance_with_intervals(run):
+    result, out = run("--model=chance", "-m", "quick")
+    assert result.ret == 0
+    overall = summary(out).query("organ == 'ALL'")
+    # presence is a fair coin: accuracy near 0.5, well away from 1
+    assert overall["accuracy"].between(0.35, 0.65).all(), overall["accuracy"]
+    assert (overall["pointing_accuracy"] < 0.6).all()
+    assert (overall["accuracy_lo"] < overall["accuracy"]).all()
+    assert (overall["accuracy"] < overall["accuracy_hi"]).all()
+    text = result.stdout.str()
+    assert "95% bootstrap intervals" in text and "[" in text
+
+
+def test_xdist_gives_identical_summary(run):
+    serial, out1 = run("-m", "quick", "--no-cache", run_id="serial")
+    parallel, out2 = run("-m", "quick", "--no-cache", "-n", "2", run_id="xdist")
+    assert serial.ret == parallel.ret == 0
+    assert "2 workers" in parallel.stdout.str()
+    assert (out1 / "summary.csv").read_bytes() == (out2 / "summary.csv").read_bytes()
+    strip = [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out1)]
+    assert strip == [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out2)]
+
+
+def test_repeat_run_is_served_from_cache(run):
+    first, _ = run("-m", "quick", "-n", "2", run_id="a")
+    second, out = run("-m", "quick", run_id="b")
+    assert first.ret == second.ret == 0
+    rows = raw(out)
+    assert rows and all(r["cached"] for r in rows)
+    assert "model calls: 0 sent, 360 served from cache" in second.stdout.str()
+
+
+def test_min_metric_sets_exit_status(run):
+    ok, _ = run("--model=oracle", "-m", "quick", "--min-metric", "pointing.f1=0.99")
+    assert ok.ret == 0
+    bad, _ = run("--model=chance", "-m", "quick", "--min-metric", "pointing.f1=0.99")
+    assert bad.ret == 1
+    assert "GATE FAILED: pointing.f1" in bad.stdout.str()
+    typo, _ = run("--model=oracle", "-m", "quick", "--min-metric", "pointing.nope=1")
+    assert typo.ret == 1 and "unknown metric" in typo.stdout.str()
+
+
+def test_fail_on_wrong(run):
+    lenient, _ = run("--model=chance", "-m", "quick", "-k", "liver")
+    assert lenient.ret == 0
+    strict, _ = run("--model=chance", "-m", "quick", "-k", "liver", "--fail-on-wrong")
+    assert strict.ret == 1
+    outcomes = strict.parseoutcomes()
+    assert outcomes["failed"] > 0 and outcomes["passed"] > 0
+
+
+def test_selection_by_id_parts(run):
+    result, out = run("-k", "liver-zero_shot and oracle", "-m", "quick")
+    assert result.ret == 0
+    result.assert_outcomes(passed=5)
+    ids = [r["case_id"] for r in raw(out)]
+    assert all(i.endswith("-liver-zero_shot-oracle") for i in ids)
+
+
+def test_junit_and_html_carry_cases_and_metrics(run, tmp_path):
+    junit, html = tmp_path / "junit.xml", tmp_path / "report.html"
+    result, _ = run(
+        "--model=oracle",
+        "-m",
+        "quick",
+        "-k",
+        "gallbladder",
+        f"--junitxml={junit}",
+        f"--html={html}",
+        "--self-contained-html",
+    )
+    assert result.ret == 0
+    cases = ET.parse(junit).getroot().iter("testcase")
+    first = next(cases)
+    props = {p.get("name"): p.get("value") for p in first.iter("property")}
+    assert props["status"] == "correct"
+    assert json.loads(props["target"])["present"] in (0, 1)
+    assert "present" in json.loads(props["prediction"])
+    page = html.read_text()
+    assert "vlmbench: pointing (95% bootstrap intervals)" in page
+    assert "data:image/png;base64" in page  # the F1 plot in the summary
+    assert page.count("image/jpeg") >= 15  # one canvas picture per case
+    assert "point_canvas" in page  # raw responses
+
+
+FLAKY_PLUGIN = '''
+import os
+from support.backends import registry
+from support.backends.base import Backend, BackendError
+from support.backends.reference import OracleBackend
+from support.types import Response
+
+class Flaky(Backend):
+    """Oracle answers, except liver questions fail while FLAKY_FAIL is set."""
+    def __init__(self, name):
+        self.name = name
+        self.identity = {"provider": "flaky"}
+        self.reads_hints = True
+        self.oracle = OracleBackend(name)
+    async def generate(self, request):
+        if os.environ.get("FLAKY_FAIL") and '"Liver"' in (request.parts[-2].text or ""):
+            raise BackendError("HTTP 503 after retries")
+        return await self.oracle.generate(request)
+
+registry.PROVIDERS["flaky"] = lambda name, model_id, opts: Flaky(name)
+'''
+
+
+def test_backend_errors_fail_the_case_are_reported_and_not_cached(run, pytester, monkeypatch):
+    pytester.makepyfile(flakyplugin=FLAKY_PLUGIN)
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    monkeypatch.setenv("FLAKY_FAIL", "1")
+    args = ("--model=flaky:x", "-m", "quick", "-k", "zero_shot")
+    broken, out = run(*args, plugins="flakyplugin", run_id="broken")
+    assert broken.ret == 1
+    broken.assert_outcomes(passed=5 * 11, failed=5)
+    assert "pipeline error: HTTP 503 after retries" in broken.stdout.str()
+    s = summary(out).query("organ == 'Liver'")
+    assert s["n_error"].tolist() == [5] and s["n"].tolist() == [0]
+    monkeypatch.delenv("FLAKY_FAIL")
+    healed, out2 = run(*args, plugins="flakyplugin", run_id="healed")
+    assert healed.ret == 0
+    assert "model calls: 5 sent, 55 served from cache" in healed.stdout.str()
+    assert (summary(out2).query("organ == 'ALL'")["f1"] == 1.0).all()
