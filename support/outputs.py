@@ -5,20 +5,35 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
 
 from support.types import Outcome
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file and rename, so a reader never sees half a file."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write via `write(file)` into a temp file beside path, then rename it over path: a reader
+    (or a run killed midway) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """atomic_write of UTF-8 text."""
+    data = text.encode("utf-8")
+    atomic_write(path, lambda f: f.write(data))
 
 
 def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:

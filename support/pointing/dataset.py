@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 REQUIRED_COLUMNS = ("image", "color_mask")
 CLIP_LEN = 80  # frames per CholecSeg8k clip: the fallback grouping when paths name no video
 _VIDEO_RE = re.compile(r"video\d+", re.IGNORECASE)
-_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 class RowIndexError(IndexError, ValueError):
@@ -124,7 +124,7 @@ class CholecSeg8k:
             )
             stats = [(f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files]
             return cls(ds, src, _fingerprint("parquet", split, *stats), split)
-        if _HUB_ID_RE.match(src) and not Path(src.split("/")[0]).exists():
+        if HUB_ID_RE.match(src) and not Path(src.split("/")[0]).exists():
             try:
                 ds = datasets.load_dataset(src, split=split, cache_dir=cache_dir)
             except Exception as e:  # offline, unknown repo, no such split, ...

@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from support.outputs import atomic_write
 from support.pointing.classes import ORGAN_IDS
 from support.pointing.dataset import CholecSeg8k
 from support.pointing.selection import build_fewshot_plan, select_balanced
@@ -94,22 +94,9 @@ def _digest(Y: np.ndarray, video_ids: list[str]) -> str:
     return h.hexdigest()
 
 
-def _atomic_write(path: Path, write: Any) -> None:
-    """Write via `write(file)` into a temp file beside path, then rename it over path."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _write_json(path: Path, obj: dict[str, Any]) -> None:
     text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def _reusable(path: Path, expect: dict[str, Any]) -> dict[str, Any] | None:
@@ -146,7 +133,7 @@ def _presence(ds: CholecSeg8k, path: Path) -> tuple[np.ndarray, list[str], bool]
         "video_ids": np.array(vids, dtype=str),
         "fingerprint": np.array(ds.fingerprint),
     }
-    _atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
     return Y, vids, True
 
 
@@ -204,8 +191,13 @@ def _prepare(
 
 def prepare(ds: CholecSeg8k, out_dir: Path, n_test: int = 100, min_gap: int = 3) -> Prepared:
     """Write the missing preparation files for ds into out_dir, read the others; safe to run
-    from several processes at once (deterministic content, atomic writes)."""
-    return _prepare(ds, out_dir, n_test, min_gap)[0]
+    from several processes at once: one computes under a file lock while the others wait, and
+    every file is written atomically."""
+    from filelock import FileLock
+
+    Path(out_dir).parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{out_dir}.lock", timeout=3600):  # beside the folder: it holds only the files
+        return _prepare(ds, out_dir, n_test, min_gap)[0]
 
 
 def _read_json(path: Path, out_dir: Path, n_test: int) -> dict[str, Any]:

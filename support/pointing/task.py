@@ -24,7 +24,7 @@ from support.evaluation import Evaluation
 from support.geometry import Letterbox, canvas_mask, interior_point, letterbox, mask_outline
 from support.memo import OnceCache
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS, ORGAN_SLUGS
-from support.pointing.dataset import CholecSeg8k
+from support.pointing.dataset import HUB_ID_RE, CholecSeg8k
 from support.pointing.parser import PointingAnswer, format_pointing, parse_pointing
 from support.pointing.prepare import Prepared, load_prepared, prepare
 from support.pointing.prompts import SYSTEM_PROMPT, Example, few_shot_parts, zero_shot_parts
@@ -88,13 +88,19 @@ class PointingEvaluation(Evaluation):
         source = settings.data.get("cholecseg8k")
         if source is None:
             source = str(ensure_cholecseg8k(settings.cache_dir))
-        if Path(source).exists() or any(ch in source for ch in "*?"):
+        if Path(source).exists() or not HUB_ID_RE.match(source):
             ds = CholecSeg8k.open(source)  # local: preparing is local computation
             prepared = prepare(ds, prepared_dir(settings.cache_dir, ds.fingerprint[:16]), N_TEST)
         else:  # a hub id: never download at collection time; the plans must exist already
             ds = None
             key = source.replace("/", "__")
-            prepared = load_prepared(prepared_dir(settings.cache_dir, key), N_TEST)
+            try:
+                prepared = load_prepared(prepared_dir(settings.cache_dir, key), N_TEST)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(
+                    f"--cholecseg8k {source}: not prepared yet (preparing downloads the dataset, "
+                    f"so it is an explicit step). {str(exc).replace('SOURCE', source)}"
+                ) from None
         ev = cls(source, prepared, linspace_subset(list(prepared.test_indices), settings.samples))
         ev._ds = ds
         return ev
