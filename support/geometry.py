@@ -147,9 +147,15 @@ def interior_point(mask: np.ndarray) -> tuple[int, int] | None:
     m = np.asarray(mask, dtype=bool)
     if m.ndim != 2 or not m.any():
         return None
-    dist = ndimage.distance_transform_edt(np.pad(m, 1))[1:-1, 1:-1]
+    # Only the mask's bounding box matters: everything outside it is non-mask, so a distance
+    # transform of the box with a 1-px non-mask ring gives the same distances (and the same
+    # row-major argmax) as one of the whole image, at a fraction of the cost for small structures.
+    rows, cols = np.flatnonzero(m.any(axis=1)), np.flatnonzero(m.any(axis=0))
+    r0, c0 = int(rows[0]), int(cols[0])
+    box = m[r0 : int(rows[-1]) + 1, c0 : int(cols[-1]) + 1]
+    dist = ndimage.distance_transform_edt(np.pad(box, 1))[1:-1, 1:-1]
     row, col = np.unravel_index(int(np.argmax(dist)), dist.shape)
-    return int(col), int(row)
+    return c0 + int(col), r0 + int(row)
 
 
 def mask_outline(mask: np.ndarray) -> np.ndarray:

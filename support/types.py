@@ -60,22 +60,28 @@ class Part:
     text: str | None = None
     image: bytes | None = field(default=None, repr=False)
     mime: str = "image/png"
+    # sha256 of the image bytes, computed once: parts are shared by many requests (one frame,
+    # dozens of questions) and every cache key and prompt hash needs it
+    image_sha256: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.text is None) == (self.image is None):
             raise ValueError("a Part holds exactly one of text or image")
+        if self.image is not None:
+            object.__setattr__(self, "image_sha256", sha256_hex(self.image))
 
     @classmethod
     def of_text(cls, text: str) -> Part:
         return cls(text=text)
 
     @classmethod
-    def of_image(cls, image: Any, fmt: str = "PNG") -> Part:
-        """From a PIL image (encoded losslessly as PNG by default) or from encoded bytes."""
+    def of_image(cls, image: Any, fmt: str = "PNG", **save_options: Any) -> Part:
+        """From a PIL image (encoded losslessly as PNG by default; `save_options` go to
+        PIL's `Image.save`, e.g. compress_level) or from already encoded bytes."""
         if isinstance(image, bytes | bytearray):
             return cls(image=bytes(image), mime=_sniff_mime(bytes(image)))
         buf = io.BytesIO()
-        image.save(buf, format=fmt)
+        image.save(buf, format=fmt, **save_options)
         return cls(image=buf.getvalue(), mime=f"image/{fmt.lower()}")
 
     @property
@@ -89,7 +95,7 @@ class Part:
 
     def canonical(self) -> dict[str, str]:
         if self.image is not None:
-            return {"image_sha256": sha256_hex(self.image), "mime": self.mime}
+            return {"image_sha256": self.image_sha256, "mime": self.mime}
         return {"text": self.text or ""}
 
 

@@ -203,3 +203,17 @@ def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
             pixel = box.to_image_pixel(x + 0.5, y + 0.5)
             expected = pixel is not None and bool(mask[pixel[1], pixel[0]])
             assert cm[y, x] == expected, (x, y, pixel)
+
+
+@settings(max_examples=80, deadline=None)
+@given(arrays(np.bool_, array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=40)))
+def test_interior_point_equals_whole_image_distance_argmax(mask):
+    """The bounding-box shortcut gives exactly the whole-image answer (same tie-break)."""
+    from scipy import ndimage
+
+    if not mask.any():
+        assert interior_point(mask) is None
+        return
+    dist = ndimage.distance_transform_edt(np.pad(mask, 1))[1:-1, 1:-1]
+    row, col = np.unravel_index(int(np.argmax(dist)), dist.shape)
+    assert interior_point(mask) == (int(col), int(row))
