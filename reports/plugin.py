@@ -47,15 +47,16 @@ class ReportPlugin:
             by_eval[o.evaluation].append(o)
         for name, outs in sorted(by_eval.items()):
             outs.sort(key=lambda o: (o.model, o.case_id))
+            out_dir = s.results_dir / name / s.run_id
+            # the raw rows first: whatever fails after them, no computed outcome is lost
+            self.files[name] = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
             cls = evaluation_class(name)
             summary = cls.summarize(outs, s)
-            out_dir = s.results_dir / name / s.run_id
-            files = [
-                write_jsonl(outs, out_dir / "raw_results.jsonl"),
+            self.files[name] += [
                 write_csv(summary, out_dir / "summary.csv"),
                 *cls.write_outputs(outs, summary, out_dir),
             ]
-            self.summaries[name], self.files[name] = summary, files
+            self.summaries[name] = summary
         self.gate_messages = self._check_gates()
         if self.gate_messages and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -210,3 +210,41 @@ def test_backend_errors_fail_the_case_are_reported_and_not_cached(run, pytester,
     assert healed.ret == 0
     assert "model calls: 5 sent, 55 served from cache" in healed.stdout.str()
     assert (summary(out2).query("organ == 'ALL'")["f1"] == 1.0).all()
+
+
+PEAK_PLUGIN = '''
+import asyncio, os
+from support.backends import registry
+from support.backends.reference import OracleBackend
+
+class Peak(OracleBackend):
+    """Oracle answers after 20 ms; writes the peak number of requests in flight per process."""
+    in_flight = peak = 0
+    async def generate(self, request):
+        Peak.in_flight += 1
+        Peak.peak = max(Peak.peak, Peak.in_flight)
+        with open(os.path.join(os.environ["PEAK_DIR"], f"{os.getpid()}.txt"), "w") as f:
+            f.write(str(Peak.peak))
+        await asyncio.sleep(0.02)
+        Peak.in_flight -= 1
+        return await super().generate(request)
+
+registry.PROVIDERS["peak"] = lambda name, model_id, opts: Peak(name)
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_cases_of_a_group_run_concurrently(run, pytester, monkeypatch, tmp_path, workers):
+    """Prefetch starts a whole group at once, with and without xdist (loadgroup); the backend
+    sees up to --concurrency requests in flight, not one at a time."""
+    pytester.makepyfile(peakplugin=PEAK_PLUGIN)
+    peaks = tmp_path / "peaks"
+    peaks.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    monkeypatch.setenv("PEAK_DIR", str(peaks))
+    args = ("--model=peak:x", "-m", "quick", "-k", "zero_shot", "--concurrency=8", *workers)
+    result, _ = run(*args, plugins="peakplugin")
+    assert result.ret == 0
+    values = [int(p.read_text()) for p in peaks.iterdir()]
+    assert len(values) == (2 if workers else 1)
+    assert all(v == 8 for v in values), values

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from support.types import Part
 
+# the three prompt conditions, in the source's order
+CONDITIONS: tuple[str, ...] = ("zero_shot", "fewshot_standard", "fewshot_hard_negatives")
+
 SYSTEM_PROMPT = """You are a surgical vision validator looking at ONE image on a fixed canvas.
 Return STRICT JSON only: {"name":"<organ>", "present":0|1, "point_canvas":[x,y] or null}
 - Coordinates: origin=(0,0) is top-left of the CANVAS, x∈[0,767], y∈[0,767], integers only.

@@ -16,6 +16,7 @@ import pandas as pd
 
 from support.metrics import binary_metrics, cluster_bootstrap, counts_by_cluster, safe_ratio
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
+from support.pointing.prompts import CONDITIONS
 from support.types import Outcome
 
 METRICS = (
@@ -74,10 +75,20 @@ def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -
         for organ in [*organs, ALL]:
             subset = [g for g in group if organ in (ALL, g.group["organ"])]
             rows.append(_row(model, condition, organ, subset, n_resamples, seed))
+    rows.sort(key=lambda r: (r["model"], _condition_rank(r["condition"])))  # stable: organs stay
     columns = ["model", "condition", "organ", "n", "n_error"]
     for m in METRICS:
         columns += [m, f"{m}_lo", f"{m}_hi"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _condition_rank(condition: str) -> tuple[int, str]:
+    """Source order of the conditions; unknown ones after, by name."""
+    return (
+        (CONDITIONS.index(condition), "")
+        if condition in CONDITIONS
+        else (len(CONDITIONS), condition)
+    )
 
 
 def _row(model, condition, organ, outcomes, n_resamples, seed) -> dict:
@@ -128,6 +139,7 @@ def write_report(summary: pd.DataFrame, path: Path) -> Path:
     overall = summary[summary["organ"] == ALL]
     for metric in ("f1", "pointing_accuracy"):
         pivot = overall.pivot(index="model", columns="condition", values=metric)
+        pivot = pivot[sorted(pivot.columns, key=_condition_rank)]
         if "zero_shot" in pivot:
             for c in pivot.columns:
                 if c != "zero_shot":
@@ -156,7 +168,7 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path:
 
     organs = summary[summary["organ"] != ALL]
     models = sorted(organs["model"].unique())
-    conditions = sorted(organs["condition"].unique())
+    conditions = sorted(organs["condition"].unique(), key=_condition_rank)
     names = [CLASS_NAMES[i] for i in ORGAN_IDS if CLASS_NAMES[i] in set(organs["organ"])]
     fig, axes = plt.subplots(
         len(models), 1, figsize=(11, 3.2 * max(1, len(models))), squeeze=False, sharex=True

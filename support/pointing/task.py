@@ -27,13 +27,18 @@ from support.pointing.classes import CLASS_NAMES, ORGAN_IDS, ORGAN_SLUGS
 from support.pointing.dataset import HUB_ID_RE, CholecSeg8k
 from support.pointing.parser import PointingAnswer, format_pointing, parse_pointing
 from support.pointing.prepare import Prepared, load_prepared, prepare
-from support.pointing.prompts import SYSTEM_PROMPT, Example, few_shot_parts, zero_shot_parts
+from support.pointing.prompts import (
+    CONDITIONS,
+    SYSTEM_PROMPT,
+    Example,
+    few_shot_parts,
+    zero_shot_parts,
+)
 from support.settings import RunSettings
 from support.synthetic.cholecseg8k import ensure_cholecseg8k
 from support.types import Case, Outcome, Part, Request, Response, Usage
 
 CANVAS = (768, 768)  # (width, height) canvas px
-CONDITIONS: tuple[str, ...] = ("zero_shot", "fewshot_standard", "fewshot_hard_negatives")
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
 N_TEST = 100  # balanced test samples, as the source
 MAX_TOKENS = 256
