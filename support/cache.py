@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from support.types import Request, Response, canonical_json, sha256_hex
 
 SCHEMA_VERSION = 1
@@ -41,7 +43,13 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
-        with self._conn() as conn:
+        # Switching to WAL needs the database to itself, and sqlite's busy timeout does not cover
+        # that switch: processes starting together (xdist workers) create the file one at a time.
+        # WAL mode is then stored in the file, so later connections only open it.
+        with FileLock(f"{self.path}.lock", timeout=120):
+            conn = self._conn()
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS responses ("
                 " key TEXT PRIMARY KEY, model TEXT NOT NULL, created REAL NOT NULL,"
@@ -52,7 +60,6 @@ class ResponseCache:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn

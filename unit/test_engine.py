@@ -186,3 +186,23 @@ def test_chance_is_deterministic_and_seeded():
 def test_oracle_without_target_is_an_error():
     with pytest.raises(BackendError):
         asyncio.run(OracleBackend().generate(req("q")))
+
+
+def _open_and_write(path, k):
+    cache = ResponseCache(path)
+    cache.put(f"p{k}", Response(texts=(str(k),), model="m"))
+
+
+def test_cache_created_by_many_processes_at_once(tmp_path):
+    """Workers starting together all create the same new cache file (the WAL switch races)."""
+    path = tmp_path / "new.sqlite"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_open_and_write, args=(path, k)) for k in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = ResponseCache(path)
+    assert len(cache) == 6
+    assert cache._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -101,9 +101,11 @@ def test_chance_sits_near_chance_with_intervals(run):
 
 def test_xdist_gives_identical_summary(run):
     serial, out1 = run("-m", "quick", "--no-cache", run_id="serial")
-    parallel, out2 = run("-m", "quick", "--no-cache", "-n", "2", run_id="xdist")
+    parallel, out2 = run("-m", "quick", "-n", "2", run_id="xdist", cache="fresh")
     assert serial.ret == parallel.ret == 0
     assert "2 workers" in parallel.stdout.str()
+    # each group runs on one worker: every request is sent exactly once, none twice
+    assert "model calls: 360 sent, 0 served from cache" in parallel.stdout.str()
     assert (out1 / "summary.csv").read_bytes() == (out2 / "summary.csv").read_bytes()
     strip = [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out1)]
     assert strip == [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out2)]
