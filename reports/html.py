@@ -65,7 +65,12 @@ def pytest_html_results_summary(prefix: list, summary: list, postfix: list, sess
         headline = evaluation_class(name).headline(table)
         metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
         postfix.append(f"<h2>vlmbench: {html.escape(name)} (95% bootstrap intervals)</h2>")
-        postfix.append(with_intervals(headline, metrics).to_html(index=False, border=0))
+        postfix.append(
+            "<style>table.vlmbench td, table.vlmbench th {padding: 2px 10px; "
+            "text-align: right; white-space: nowrap}</style>"
+        )
+        table = with_intervals(headline, metrics)
+        postfix.append(table.to_html(index=False, border=0, classes="vlmbench"))
         for path in plugin.files.get(name, []):
             if path.suffix == ".png":
                 data = base64.b64encode(path.read_bytes()).decode("ascii")

@@ -1,0 +1,380 @@
+"""A scripted model server on 127.0.0.1 that speaks three vendors' wire protocols, with faults.
+
+    OpenAI     POST /v1/chat/completions
+    Anthropic  POST /v1/messages
+    Gemini     POST /v1beta/models/<model>:generateContent
+
+Answers come from a script (`ScriptRequest -> str`), which sees every protocol's request in one
+normalized form, so one script serves all three SDKs. Faults are injected on demand: a seeded share
+of distinct request bodies fails its first `attempts` attempts with a 429 (short Retry-After), a
+500, a response slower than the client's timeout, a malformed 200 body, or a dropped connection;
+the retry that follows succeeds. The server listens on 127.0.0.1 only and stops by itself after
+`lifetime_s`. For tests and benchmarks; `python -m support.loopback --help` runs one standalone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
+
+
+@dataclass(frozen=True)
+class ScriptRequest:
+    """A request in protocol-neutral form, as a script sees it."""
+
+    protocol: str  # "openai" | "anthropic" | "gemini"
+    model: str
+    system: str | None
+    texts: tuple[str, ...]  # the user turn's text parts, in order
+    n_images: int
+    prefill: str | None  # a trailing assistant / model turn, if any
+    n: int
+    temperature: float | None
+    max_tokens: int | None
+
+
+Script = Callable[[ScriptRequest], str]
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Which requests fail, and how. Decisions are seeded by the request body: reproducible."""
+
+    rate: float = 0.0  # share of distinct request bodies that fail first
+    kinds: tuple[str, ...] = FAULT_KINDS
+    attempts: int = 1  # failing attempts per faulted body; the next one succeeds
+    seed: int = 0
+    retry_after_s: float = 0.05  # sent with 429s
+    slow_s: float = 2.0  # delay of a "slow" response: set it past the client's timeout
+
+
+@dataclass
+class ServerStats:
+    """What the server saw (thread-safe through the server's lock)."""
+
+    attempts: int = 0  # HTTP requests received on the model routes
+    answered: int = 0  # 200 responses with a well-formed answer
+    faults: Counter = field(default_factory=Counter)  # kind -> count
+    bodies: Counter = field(default_factory=Counter)  # sha256 of body -> attempts
+    answered_bodies: Counter = field(default_factory=Counter)  # sha256 of body -> answers
+
+
+class LoopbackServer:
+    """`with LoopbackServer(script, api_key="k") as server: ... server.url ...`"""
+
+    def __init__(
+        self,
+        script: Script,
+        *,
+        api_key: str,
+        latency_s: float = 0.0,
+        faults: Faults | None = None,
+        lifetime_s: float = 300.0,
+    ) -> None:
+        self.script = script
+        self.api_key = api_key
+        self.latency_s = latency_s
+        self.faults = faults or Faults()
+        self.lifetime_s = lifetime_s
+        self.stats = ServerStats()
+        self.lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._timer: threading.Timer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> LoopbackServer:
+        handler = type("Handler", (_Handler,), {"owner": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self._timer = threading.Timer(self.lifetime_s, self.stop)  # stops by itself
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if self._timer is not None:
+            self._timer.cancel()
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def fault_for(self, digest: str) -> str | None:
+        """The fault this attempt of the body gets, if any (counts the attempt)."""
+        with self.lock:
+            self.stats.attempts += 1
+            self.stats.bodies[digest] += 1
+            attempt = self.stats.bodies[digest]
+        f = self.faults
+        rng = random.Random(f"{f.seed}:{digest}")
+        if rng.random() >= f.rate or attempt > f.attempts:
+            return None
+        kind = rng.choice(f.kinds)
+        with self.lock:
+            self.stats.faults[kind] += 1
+        return kind
+
+
+def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
+    """One protocol's request body -> ScriptRequest."""
+    texts: list[str] = []
+    n_images = 0
+    prefill = None
+    system = None
+    if protocol == "openai":
+        for msg in body.get("messages", []):
+            content = msg.get("content")
+            if msg.get("role") == "system":
+                system = content if isinstance(content, str) else _joined(content)
+            elif msg.get("role") == "assistant":
+                prefill = content if isinstance(content, str) else _joined(content)
+            elif isinstance(content, str):
+                texts.append(content)
+            else:
+                for part in content or []:
+                    if part.get("type") == "text":
+                        texts.append(part["text"])
+                    elif part.get("type") == "image_url":
+                        n_images += 1
+        return ScriptRequest(
+            protocol, model, system, tuple(texts), n_images, prefill, int(body.get("n") or 1),
+            body.get("temperature"), body.get("max_completion_tokens") or body.get("max_tokens"),
+        )  # fmt: skip
+    if protocol == "anthropic":
+        system = body.get("system")
+        if isinstance(system, list):
+            system = _joined(system)
+        for msg in body.get("messages", []):
+            content = msg.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if msg.get("role") == "assistant":
+                prefill = _joined(blocks)
+                continue
+            for part in blocks or []:
+                if part.get("type") == "text":
+                    texts.append(part["text"])
+                elif part.get("type") == "image":
+                    n_images += 1
+        return ScriptRequest(
+            protocol, model, system, tuple(texts), n_images, prefill, 1,
+            body.get("temperature"), body.get("max_tokens"),
+        )  # fmt: skip
+    # gemini
+    cfg = body.get("generationConfig") or {}
+    sys_parts = (body.get("systemInstruction") or {}).get("parts") or []
+    system = "".join(p.get("text", "") for p in sys_parts) or None
+    for content in body.get("contents", []):
+        parts = content.get("parts") or []
+        if content.get("role") == "model":
+            prefill = "".join(p.get("text", "") for p in parts)
+            continue
+        for part in parts:
+            if "text" in part:
+                texts.append(part["text"])
+            elif "inlineData" in part or "inline_data" in part:
+                n_images += 1
+    return ScriptRequest(
+        protocol, model, system, tuple(texts), n_images, prefill,
+        int(cfg.get("candidateCount") or 1), cfg.get("temperature"), cfg.get("maxOutputTokens"),
+    )  # fmt: skip
+
+
+def _joined(blocks: Any) -> str:
+    return "".join(b.get("text", "") for b in blocks or [] if isinstance(b, dict))
+
+
+def render(protocol: str, model: str, answers: list[str], usage: tuple[int, int]) -> dict:
+    """The protocol's success body for `answers` (one per sample)."""
+    prompt_tokens, completion_tokens = usage
+    if protocol == "openai":
+        return {
+            "id": "chatcmpl-loopback",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": a},
+                    "finish_reason": "stop",
+                }
+                for i, a in enumerate(answers)
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    if protocol == "anthropic":
+        return {
+            "id": "msg_loopback",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": answers[0]}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+        }
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": a}]},
+                "finishReason": "STOP",
+                "index": i,
+            }
+            for i, a in enumerate(answers)
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": completion_tokens,
+            "totalTokenCount": prompt_tokens + completion_tokens,
+        },
+        "modelVersion": model,
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: LoopbackServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        route = self._route()
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if route is None:
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        protocol, model = route
+        if not self._authorized(protocol):
+            return self._json(401, {"error": {"message": "invalid api key"}})
+        owner = self.owner
+        digest = hashlib.sha256(raw).hexdigest()
+        fault = owner.fault_for(digest)
+        if owner.latency_s:
+            time.sleep(owner.latency_s)
+        if fault == "drop":
+            self.close_connection = True  # no response at all: the client sees a disconnect
+            return
+        if fault == "429":
+            ms = int(owner.faults.retry_after_s * 1000)
+            headers = {"Retry-After": f"{owner.faults.retry_after_s:g}", "retry-after-ms": str(ms)}
+            return self._json(429, {"error": {"message": "rate limited (injected)"}}, headers)
+        if fault == "500":
+            return self._json(500, {"error": {"message": "server error (injected)"}})
+        if fault == "malformed":
+            return self._raw(200, b'{"choices": [{"message": ', "application/json")
+        if fault == "slow":
+            time.sleep(owner.faults.slow_s)
+        try:
+            request = normalize(protocol, model, json.loads(raw))
+            answers = [owner.script(request) for _ in range(request.n)]
+        except Exception as exc:  # a bad request or a script bug: the client sees a 400
+            return self._json(400, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
+        prompt_tokens = sum(len(t) for t in request.texts) // 4 + 85 * request.n_images
+        completion_tokens = sum(len(a) // 4 + 1 for a in answers)
+        body = render(protocol, model, answers, (prompt_tokens, completion_tokens))
+        if self._json(200, body):
+            with owner.lock:
+                owner.stats.answered += 1
+                owner.stats.answered_bodies[digest] += 1
+
+    def _route(self) -> tuple[str, str] | None:
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/chat/completions"):
+            return "openai", ""
+        if path.endswith("/messages"):
+            return "anthropic", ""
+        if ":generateContent" in path and "/models/" in path:
+            return "gemini", path.rsplit("/models/", 1)[1].split(":", 1)[0]
+        return None
+
+    def _authorized(self, protocol: str) -> bool:
+        key = self.owner.api_key
+        if protocol == "openai":
+            return self.headers.get("Authorization") == f"Bearer {key}"
+        if protocol == "anthropic":
+            return self.headers.get("x-api-key") == key
+        given = self.headers.get("x-goog-api-key") or self._query_key()
+        return given == key
+
+    def _query_key(self) -> str | None:
+        query = self.path.split("?", 1)[1] if "?" in self.path else ""
+        for pair in query.split("&"):
+            k, _, v = pair.partition("=")
+            if k == "key":
+                return v
+        return None
+
+    def _json(self, status: int, obj: dict, headers: dict[str, str] | None = None) -> bool:
+        return self._raw(status, json.dumps(obj).encode(), "application/json", headers)
+
+    def _raw(
+        self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+    ) -> bool:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+            return True
+        except OSError:  # the client gave up (timeout): nothing to answer
+            self.close_connection = True
+            return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m support.loopback", description=__doc__)
+    ap.add_argument("--answer", required=True, help="the constant answer text")
+    ap.add_argument("--api-key", required=True)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds per response")
+    ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument("--lifetime", type=float, default=600.0, help="seconds before it stops")
+    args = ap.parse_args(argv)
+    server = LoopbackServer(
+        lambda _r: args.answer,
+        api_key=args.api_key,
+        latency_s=args.latency,
+        faults=Faults(rate=args.fault_rate),
+        lifetime_s=args.lifetime,
+    ).start()
+    print(server.url, flush=True)
+    try:
+        while server._httpd is not None:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
