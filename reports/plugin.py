@@ -18,7 +18,7 @@ import pytest
 from fixtures.options import MIN_METRICS_KEY, settings
 from fixtures.outcomes import OUTCOME_PROPERTY
 from support.evaluation import evaluation_class
-from support.outputs import markdown_table, with_intervals, write_csv, write_jsonl
+from support.outputs import markdown_table, usage_table, with_intervals, write_csv, write_jsonl
 from support.types import Outcome
 
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
@@ -33,6 +33,7 @@ class ReportPlugin:
         self.summaries: dict[str, pd.DataFrame] = {}
         self.files: dict[str, list[Path]] = {}
         self.gate_messages: list[str] = []
+        self.usage: dict[str, pd.DataFrame] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
@@ -52,8 +53,10 @@ class ReportPlugin:
             self.files[name] = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
             cls = evaluation_class(name)
             summary = cls.summarize(outs, s)
+            self.usage[name] = usage_table(outs)
             self.files[name] += [
                 write_csv(summary, out_dir / "summary.csv"),
+                write_csv(self.usage[name], out_dir / "usage.csv"),
                 *cls.write_outputs(outs, summary, out_dir),
             ]
             self.summaries[name] = summary
@@ -96,6 +99,10 @@ class ReportPlugin:
                 f"cases: {len(outs)}; model calls: {sent} sent, {cached} served from cache; "
                 f"statuses: {dict(sorted(Counter(o.status for o in outs).items()))}"
             )
+            usage = self.usage.get(name)
+            if usage is not None and (usage["input_tokens"] > 0).any():
+                tr.write_line("usage and cost per model (USD; cached answers included):")
+                tr.write_line(markdown_table(usage.fillna("")))
             for path in self.files.get(name, []):
                 tr.write_line(f"wrote {path}")
         for msg in self.gate_messages:

@@ -319,8 +319,9 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.owner.api_key
         if protocol == "openai":
             return self.headers.get("Authorization") == f"Bearer {key}"
-        if protocol == "anthropic":
-            return self.headers.get("x-api-key") == key
+        if protocol == "anthropic":  # x-api-key, or a bearer token as newer SDKs send
+            bearer = self.headers.get("Authorization") in (f"Bearer {key}", key)
+            return self.headers.get("x-api-key") == key or bearer
         given = self.headers.get("x-goog-api-key") or self._query_key()
         return given == key
 

@@ -48,6 +48,27 @@ def write_csv(df: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+    """Per model: cases, tokens and cost in USD (from support.backends.prices; empty where the
+    model has no price). Cached answers count too: they are what the run would have cost."""
+    from support.backends.prices import cost_usd
+
+    rows: dict[str, dict] = {}
+    for o in outcomes:
+        r = rows.setdefault(
+            o.model,
+            {"model": o.model, "cases": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+        )
+        r["cases"] += 1
+        r["input_tokens"] += o.usage.input_tokens
+        r["output_tokens"] += o.usage.output_tokens
+        model_id = o.model.partition(":")[2] or o.model  # "openai:gpt-4.1" -> "gpt-4.1"
+        cost = cost_usd(model_id, o.usage)
+        r["cost_usd"] = None if cost is None or r["cost_usd"] is None else r["cost_usd"] + cost
+    columns = ["model", "cases", "input_tokens", "output_tokens", "cost_usd"]
+    return pd.DataFrame([rows[m] for m in sorted(rows)], columns=columns)
+
+
 def with_intervals(df: pd.DataFrame, metrics: Iterable[str], digits: int = 3) -> pd.DataFrame:
     """Merge `m`, `m_lo`, `m_hi` columns into one text column `0.812 [0.750, 0.860]`."""
     out = df.copy()

@@ -1,0 +1,94 @@
+"""Throughput of API backends: wall time against the ideal N x latency / concurrency.
+
+    pytest benchmarks/test_api_throughput.py --benchmark-only -s
+
+The loopback server runs in its own process with 100 ms latency per response; the suite sends
+1,008 pointing cases (84 samples x 12 organs, zero-shot) through the OpenAI SDK with concurrency 32
+and no cache. pytest's start-up (imports, collection, data preparation) is measured by a
+`--collect-only` run of the same selection and subtracted. Target: within 1.2x of the ideal.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai")
+
+REPO = Path(__file__).resolve().parents[1]
+LATENCY_S, CONCURRENCY, SAMPLES = 0.1, 32, 84
+N_CASES = SAMPLES * 12
+KEY = "sk-bench-loopback-0000"
+ANSWER = '{"name":"X","present":0,"point_canvas":null}'
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "support.loopback", "--answer", ANSWER, "--api-key", KEY),
+            *("--latency", str(LATENCY_S), "--lifetime", "900"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _pytest(args: list[str]) -> float:
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return time.perf_counter() - start
+
+
+def test_api_wall_time_against_ideal(benchmark, server_url, tmp_path):
+    selection = [
+        str(REPO / "evals" / "pointing"),
+        "--model=openai:bench",
+        f"--api-base={server_url}",
+        f"--concurrency={CONCURRENCY}",
+        f"--samples={SAMPLES}",
+        "-k",
+        "zero_shot",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--results-dir={tmp_path / 'results'}",
+        "--no-cache",
+        "--bootstrap=200",
+    ]
+    _pytest([*selection, "--collect-only"])  # warm-up: synthetic data and plans
+    startup = min(_pytest([*selection, "--collect-only"]) for _ in range(2))
+    benchmark.pedantic(lambda: _pytest(selection), rounds=2, iterations=1)
+    wall = min(benchmark.stats.stats.data)
+    ideal = N_CASES * LATENCY_S / CONCURRENCY
+    ratio = (wall - startup) / ideal
+    benchmark.extra_info.update(
+        n_cases=N_CASES,
+        wall_s=round(wall, 2),
+        startup_s=round(startup, 2),
+        ideal_s=round(ideal, 2),
+        ratio=round(ratio, 2),
+    )
+    print(
+        f"\n{N_CASES} cases, {LATENCY_S * 1000:.0f} ms latency, concurrency {CONCURRENCY}: "
+        f"wall {wall:.2f} s, start-up {startup:.2f} s, ideal {ideal:.2f} s, "
+        f"ratio {(wall - startup) / ideal:.2f}x"
+    )

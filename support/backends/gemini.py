@@ -1,0 +1,213 @@
+"""Gemini API backend (`google:`, `gemini-*`) through google-genai (not Vertex AI).
+
+One `google.genai.Client` per backend, created in the running loop on the first call, pinned to
+the Gemini API (`vertexai=False`). google-genai does not retry unless told to: the client gets
+`HttpRetryOptions` with `max_retries + 1` attempts (exponential backoff 0.5 s .. 8 s, jittered) on
+408, 429, 500, 502, 503, 504, plus the connect errors and timeouts the SDK always treats as
+transient. `HttpOptions.timeout` is in milliseconds (the SDK divides by 1000 for httpx).
+
+Endpoint: `--api-base` if given, else google-genai's own `GOOGLE_GEMINI_BASE_URL`, else
+generativelanguage.googleapis.com. The base URL is the server root without a version path; the SDK
+appends `/<api version>/models/<id>:generateContent` (google-genai 3.x defaults to `v1`;
+`GOOGLE_GENAI_API_VERSION` changes it).
+
+`n` maps to `candidate_count`; `seed` to `GenerateContentConfig.seed`. The Gemini API has no
+native prefill; the fallback appends a trailing `model`-role turn with the prefill, which the model
+usually continues but may treat as a finished turn. `texts` hold only the generated text.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from google import genai
+from google.genai import types
+
+from support.backends.api_keys import (
+    MalformedResponse,
+    backend_error,
+    call_with_retry,
+    is_malformed,
+    register_secret,
+)
+from support.backends.base import Backend, BackendError
+from support.types import Request, Response, Usage
+
+RETRY_STATUS_CODES = [408, 429, 500, 502, 503, 504]
+RETRY_INITIAL_DELAY_S = 0.5
+RETRY_MAX_DELAY_S = 8.0
+
+
+def gemini_contents(request: Request) -> tuple[list[types.Content], types.GenerateContentConfig]:
+    """`contents` and `config` of `models.generate_content` for `request`."""
+    parts = [
+        types.Part.from_bytes(data=p.image, mime_type=p.mime)
+        if p.image is not None
+        else types.Part.from_text(text=p.text or "")
+        for p in request.parts
+    ]
+    contents = [types.Content(role="user", parts=parts)]
+    if request.prefill:
+        prefill = types.Part.from_text(text=request.prefill)
+        contents.append(types.Content(role="model", parts=[prefill]))
+    config = types.GenerateContentConfig(
+        system_instruction=request.system or None,
+        temperature=request.temperature,
+        max_output_tokens=request.max_tokens,
+        candidate_count=request.n,
+        seed=request.seed,
+    )
+    return contents, config
+
+
+def gemini_result(response: Any) -> tuple[tuple[str, ...], Usage]:
+    """Texts (one per candidate, in index order, thought parts left out) and usage.
+
+    A prompt the API blocked raises BackendError (no retry helps); a body without candidates
+    raises MalformedResponse.
+    """
+    candidates = getattr(response, "candidates", None)
+    if not candidates:
+        feedback = getattr(response, "prompt_feedback", None)
+        reason = getattr(feedback, "block_reason", None)
+        if reason:
+            raise BackendError(f"prompt blocked: {reason}")
+        raise MalformedResponse(f"no candidates in the response ({type(response).__name__})")
+    try:
+        indexed = [(_index(c, i), c) for i, c in enumerate(candidates)]
+        texts = tuple(_candidate_text(c) for _, c in sorted(indexed, key=lambda t: t[0]))
+    except (AttributeError, TypeError) as exc:
+        raise MalformedResponse(f"malformed candidate: {exc}") from exc
+    meta = getattr(response, "usage_metadata", None)
+    if meta is None:
+        return texts, Usage()
+    # thinking models bill thought tokens as output; gemini-2.0-flash reports none
+    output = (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)
+    return texts, Usage(int(meta.prompt_token_count or 0), int(output))
+
+
+def _index(candidate: Any, position: int) -> int:
+    """The candidate's index; its position when the API leaves it out (one candidate)."""
+    return candidate.index if isinstance(candidate.index, int) else position
+
+
+def _candidate_text(candidate: Any) -> str:
+    content = candidate.content
+    if content is None or not content.parts:  # e.g. finish_reason SAFETY or MAX_TOKENS
+        return ""
+    return "".join(p.text for p in content.parts if p.text and not p.thought)
+
+
+def _transport_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(connection errors, timeouts) of the HTTP stacks google-genai may be using."""
+    conn: list[type] = []
+    timeouts: list[type] = [TimeoutError]
+    for mod in ("httpx2", "httpx"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            conn.append(m.TransportError)
+            timeouts.append(m.TimeoutException)
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        conn.append(aiohttp.ClientConnectionError)
+        timeouts.append(aiohttp.ServerTimeoutError)
+    return tuple(conn), tuple(timeouts)
+
+
+def gemini_retryable(exc: BaseException) -> bool:
+    """Outer retry: malformed bodies, and dropped connections (the SDK retries only connect
+    errors and timeouts, not a connection lost mid-response)."""
+    if is_malformed(exc):
+        return True
+    conn, timeouts = _transport_errors()
+    return isinstance(exc, conn) and not isinstance(exc, timeouts)
+
+
+class GeminiBackend(Backend):
+    """generateContent through `google.genai.Client(...).aio`."""
+
+    default_concurrency = 8
+    reads_hints = False
+
+    def __init__(
+        self,
+        name: str,
+        model_id: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 5,
+        http_client: Any = None,  # an httpx2.AsyncClient (tests inject a mock transport)
+    ) -> None:
+        self.name = name
+        self.model_id = model_id
+        self.base_url = base_url
+        self.prefill_mode = "model-turn fallback"
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self._api_key = api_key
+        register_secret(api_key)
+        self._http_client = http_client
+        self._client: genai.Client | None = None
+        self.identity = {
+            "provider": "google",
+            "model": model_id,
+            "backend_version": genai.__version__,
+        }
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    __str__ = __repr__
+
+    def http_options(self) -> types.HttpOptions:
+        """Endpoint, timeout and retries of the client."""
+        return types.HttpOptions(
+            base_url=self.base_url,  # None: GOOGLE_GEMINI_BASE_URL, else the Gemini API
+            timeout=round(self.timeout_s * 1000),  # milliseconds, per attempt
+            retry_options=types.HttpRetryOptions(
+                attempts=self.max_retries + 1,  # attempts include the first request
+                initial_delay=RETRY_INITIAL_DELAY_S,
+                max_delay=RETRY_MAX_DELAY_S,
+                http_status_codes=RETRY_STATUS_CODES,
+            ),
+            httpx_async_client=self._http_client,
+        )
+
+    def _get_client(self) -> genai.Client:
+        if self._client is None:
+            self._client = genai.Client(
+                vertexai=False, api_key=self._api_key, http_options=self.http_options()
+            )
+        return self._client
+
+    async def _once(
+        self, contents: list[types.Content], config: types.GenerateContentConfig
+    ) -> tuple[tuple[str, ...], Usage]:
+        response = await self._get_client().aio.models.generate_content(
+            model=self.model_id, contents=contents, config=config
+        )
+        return gemini_result(response)
+
+    async def generate(self, request: Request) -> Response:
+        contents, config = gemini_contents(request)
+        start = time.perf_counter()
+        try:
+            texts, usage = await call_with_retry(
+                lambda: self._once(contents, config), gemini_retryable
+            )
+        except Exception as exc:
+            raise backend_error(self.name, exc) from None
+        if len(texts) != request.n:
+            raise BackendError(f"{self.name}: asked for {request.n} samples, got {len(texts)}")
+        return Response(
+            texts=texts, model=self.name, usage=usage, latency_s=time.perf_counter() - start
+        )
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aio.aclose()

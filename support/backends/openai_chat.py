@@ -1,0 +1,182 @@
+"""OpenAI Chat Completions backend (`openai:`, `gpt-4o*`) and OpenAI-compatible servers (vLLM).
+
+One `openai.AsyncOpenAI` per backend, created in the running loop on the first call. The SDK
+retries 408/409/429/5xx, timeouts and connection errors (`max_retries`, exponential backoff
+honouring Retry-After); each attempt times out after `timeout_s` seconds.
+
+Endpoint: `--api-base` if given, else the SDK's `OPENAI_BASE_URL`, else api.openai.com. The base
+URL includes the version path (`http://host:8000/v1`); the SDK appends `/chat/completions`.
+
+Prefill (`prefill_mode`):
+- "native" (`openai-compatible:`): a trailing assistant message plus vLLM's
+  `continue_final_message=True, add_generation_prompt=False`: the server continues the prefill.
+- "assistant-turn fallback" (`openai:`): the official API cannot continue a message. The same
+  trailing assistant message is sent without continuation, so the model sees it as its own previous
+  turn and answers after it. Answers may differ from a true continuation.
+Either way `Response.texts` holds only the generated text, never the prefill.
+
+`n` samples come from one call (`n=`); `seed` is sent when set (best effort on OpenAI's side).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import openai
+
+from support.backends.api_keys import (
+    MalformedResponse,
+    backend_error,
+    call_with_retry,
+    is_malformed,
+    register_secret,
+)
+from support.backends.base import Backend, BackendError
+from support.types import Request, Response, Usage
+
+NATIVE = "native"
+FALLBACK = "assistant-turn fallback"
+# vLLM chat-template switches that make the server continue the trailing assistant message
+CONTINUE_BODY = {"continue_final_message": True, "add_generation_prompt": False}
+
+
+def openai_messages(request: Request) -> list[dict[str, Any]]:
+    """System message, one user message with the parts in order, then the prefill if any."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    content: list[dict[str, Any]] = []
+    for part in request.parts:
+        if part.is_image:
+            url = f"data:{part.mime};base64,{part.b64()}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            content.append({"type": "text", "text": part.text or ""})
+    messages.append({"role": "user", "content": content})
+    if request.prefill:
+        messages.append({"role": "assistant", "content": request.prefill})
+    return messages
+
+
+def openai_params(request: Request, model_id: str, native_prefill: bool) -> dict[str, Any]:
+    """Keyword arguments of `chat.completions.create` for `request`."""
+    params: dict[str, Any] = {
+        "model": model_id,
+        "messages": openai_messages(request),
+        "temperature": request.temperature,
+        # `max_tokens` is deprecated by OpenAI in favour of `max_completion_tokens` but still
+        # accepted by the SDK, the chat models here and every OpenAI-compatible server
+        "max_tokens": request.max_tokens,
+        "n": request.n,
+    }
+    if request.seed is not None:
+        params["seed"] = request.seed
+    if request.prefill and native_prefill:
+        params["extra_body"] = dict(CONTINUE_BODY)
+    return params
+
+
+def openai_result(completion: Any) -> tuple[tuple[str, ...], Usage]:
+    """Texts (one per choice, in index order) and usage of a ChatCompletion.
+
+    Raises MalformedResponse when the body is not a completion (the SDK returns the raw text of a
+    non-JSON body and does not validate fields by default).
+    """
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise MalformedResponse(f"no choices in the response ({type(completion).__name__})")
+    try:
+        indexed = [(c.index if isinstance(c.index, int) else i, c) for i, c in enumerate(choices)]
+        texts = tuple(c.message.content or "" for _, c in sorted(indexed, key=lambda t: t[0]))
+    except (AttributeError, TypeError) as exc:
+        raise MalformedResponse(f"malformed choice: {exc}") from exc
+    usage = getattr(completion, "usage", None)
+    if usage is None:  # some compatible servers omit it
+        return texts, Usage()
+    return texts, Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+
+
+def openai_retryable(exc: BaseException) -> bool:
+    """Outer retry: malformed bodies, and connection errors the SDK's retries let through."""
+    if is_malformed(exc) or isinstance(exc, openai.APIResponseValidationError):
+        return True
+    return isinstance(exc, openai.APIConnectionError) and not isinstance(
+        exc, openai.APITimeoutError
+    )
+
+
+class OpenAIChatBackend(Backend):
+    """Chat Completions through `openai.AsyncOpenAI`."""
+
+    default_concurrency = 8
+    reads_hints = False
+
+    def __init__(
+        self,
+        name: str,
+        model_id: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        compatible: bool = False,
+        timeout_s: float = 60.0,
+        max_retries: int = 5,
+        http_client: Any = None,  # an httpx2.AsyncClient (tests inject a mock transport)
+    ) -> None:
+        self.name = name
+        self.model_id = model_id
+        self.base_url = base_url
+        self.prefill_mode = NATIVE if compatible else FALLBACK
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self._api_key = api_key
+        register_secret(api_key)
+        self._http_client = http_client
+        self._client: openai.AsyncOpenAI | None = None
+        self.identity = {
+            "provider": "openai-compatible" if compatible else "openai",
+            "model": model_id,
+            "backend_version": openai.__version__,
+        }
+        if compatible:
+            self.identity["base_url"] = base_url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    __str__ = __repr__
+
+    def _get_client(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.base_url,  # None: OPENAI_BASE_URL, else api.openai.com
+                timeout=self.timeout_s,  # seconds, per attempt
+                max_retries=self.max_retries,
+                http_client=self._http_client,
+            )
+        return self._client
+
+    async def _once(self, params: dict[str, Any]) -> tuple[tuple[str, ...], Usage]:
+        completion = await self._get_client().chat.completions.create(**params)
+        return openai_result(completion)
+
+    async def generate(self, request: Request) -> Response:
+        params = openai_params(request, self.model_id, self.prefill_mode == NATIVE)
+        start = time.perf_counter()
+        try:
+            texts, usage = await call_with_retry(lambda: self._once(params), openai_retryable)
+        except Exception as exc:
+            # from None: the SDK's exception chain is not shown where the key could hide
+            raise backend_error(self.name, exc) from None
+        if len(texts) != request.n:
+            raise BackendError(f"{self.name}: asked for {request.n} samples, got {len(texts)}")
+        return Response(
+            texts=texts, model=self.name, usage=usage, latency_s=time.perf_counter() - start
+        )
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()

@@ -1,0 +1,37 @@
+"""List prices of the registered API models, for the cost column of reports.
+
+Prices change: a cost here is an estimate at the list price below, not a bill (no batch or cache
+discounts, no long-context tiers).
+"""
+
+from __future__ import annotations
+
+from support.types import Usage
+
+# model id -> (USD per 1M input tokens, USD per 1M output tokens); standard-tier list prices
+# from the vendors' pricing pages, taken 2025-06-01
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "claude-3-5-sonnet-20241022": (3.00, 15.00),
+    "claude-sonnet-4-20250514": (3.00, 15.00),
+    "gemini-2.0-flash": (0.10, 0.40),  # text / image / video input
+}
+
+TOKENS_PER_PRICE_UNIT = 1_000_000
+
+
+def cost_usd(model_id: str, usage: Usage) -> float | None:
+    """USD for `usage` at `model_id`'s list price; None for a model without a price.
+
+    `model_id` is the id after the provider prefix; a prefixed name (`openai:gpt-4o`) works too.
+    """
+    price = PRICES.get(model_id)
+    if price is None and ":" in model_id:
+        price = PRICES.get(model_id.partition(":")[2])
+    if price is None:
+        return None
+    per_input, per_output = price
+    return (
+        usage.input_tokens * per_input + usage.output_tokens * per_output
+    ) / TOKENS_PER_PRICE_UNIT

@@ -1,0 +1,235 @@
+"""The pointing evaluation through the vendors' SDKs against the loopback server.
+
+One script answers every protocol. The metrics a run through an SDK yields must equal those of the
+same script run in-process (the `scripted:` backend, registered by a plugin), so the SDK round
+trip loses nothing; faults must change nothing but the number of attempts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from support.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+pytest.importorskip("google.genai")
+
+REPO = Path(__file__).resolve().parents[1]
+POINTING = str(REPO / "evals" / "pointing")
+KEY = "sk-loopback-SECRET-7f3a9c1e55d2"
+PRESENT = {"Liver", "Fat", "Grasper", "Gallbladder", "Abdominal Wall"}
+PROVIDERS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+
+
+def answer(texts: list[str]) -> str:
+    """The scripted model: says present (pointing at the canvas centre) for five organs."""
+    organ = re.findall(r'Organ: "([^"]+)"', texts[-1] if texts else "")
+    name = organ[-1] if organ else "?"
+    if name in PRESENT:
+        return json.dumps({"name": name, "present": 1, "point_canvas": [384, 384]})
+    return f'Sure. {{"name": "{name}", "present": 0, "point_canvas": null}}'
+
+
+def script(request: ScriptRequest) -> str:
+    return answer(list(request.texts))
+
+
+SCRIPTED_PLUGIN = f"""
+from support.backends import registry
+from support.backends.scripted import ScriptedBackend
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_api_pointing import answer
+
+def _make(name, model_id, opts):
+    return ScriptedBackend(lambda r: answer([p.text for p in r.parts if p.text]), name=name)
+
+registry.PROVIDERS["scripted"] = _make
+"""
+
+
+@pytest.fixture(scope="module")
+def cholecseg8k(tmp_path_factory) -> Path:
+    from support.synthetic.cholecseg8k import ensure_cholecseg8k
+
+    return ensure_cholecseg8k(tmp_path_factory.mktemp("data"))
+
+
+def argv(model: str, cholecseg8k: Path, tmp: Path, *extra: str) -> list[str]:
+    return [
+        POINTING,
+        f"--rootdir={REPO}",
+        f"--model={model}",
+        f"--cholecseg8k={cholecseg8k}",
+        f"--cache-dir={tmp / 'cache'}",
+        f"--results-dir={tmp / 'results'}",
+        "--run-id=r",
+        "--bootstrap=200",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "quick",
+        "-k",
+        "zero_shot",
+        *extra,
+    ]
+
+
+def metrics(tmp: Path) -> pd.DataFrame:
+    df = pd.read_csv(tmp / "results" / "pointing" / "r" / "summary.csv")
+    return df.drop(columns=["model"])
+
+
+def rows(tmp: Path) -> list[dict]:
+    path = tmp / "results" / "pointing" / "r" / "raw_results.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def expected(cholecseg8k, tmp_path_factory) -> pd.DataFrame:
+    """The metrics the script implies: the same script, in-process, no SDK."""
+    tmp = tmp_path_factory.mktemp("expected")
+    (tmp / "scriptedplugin.py").write_text(SCRIPTED_PLUGIN)
+    env = {**os.environ, "PYTHONPATH": str(tmp)}
+    cmd = [sys.executable, "-m", "pytest", *argv("scripted:x", cholecseg8k, tmp), "-p"]
+    proc = subprocess.run([*cmd, "scriptedplugin"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    df = metrics(tmp)
+    assert 0 < df.query("organ == 'ALL'")["f1"].iloc[0] < 1  # a script with some errors
+    return df
+
+
+def run_pytest(args: list[str], provider: str, key: str | None = KEY, **kw):
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    if key is not None:
+        env[PROVIDERS[provider]] = key
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args], env=env, capture_output=True, text=True, **kw
+    )
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_each_sdk_yields_the_scripted_metrics(provider, cholecseg8k, expected, tmp_path):
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as server:
+        args = argv(f"{provider}:loop-model", cholecseg8k, tmp_path, f"--api-base={server.url}")
+        proc = run_pytest(args, provider, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    pd.testing.assert_frame_equal(metrics(tmp_path), expected)
+    assert server.stats.answered == 60 and sum(server.stats.faults.values()) == 0
+    got = rows(tmp_path)
+    assert all(r["usage"]["input_tokens"] > 0 for r in got)
+    assert "usage and cost per model" in proc.stdout
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_faults_lose_no_case_and_cache_no_error(provider, cholecseg8k, expected, tmp_path):
+    faults = Faults(rate=0.5, attempts=1, seed=3, retry_after_s=0.01, slow_s=1.5)
+    with LoopbackServer(script, api_key=KEY, faults=faults, lifetime_s=240) as server:
+        args = argv(
+            f"{provider}:loop-model",
+            cholecseg8k,
+            tmp_path,
+            f"--api-base={server.url}",
+            "--api-timeout=0.5",
+            "--api-retries=3",
+        )
+        proc = run_pytest(args, provider, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert set(server.stats.faults) == set(FAULT_KINDS), server.stats.faults
+    pd.testing.assert_frame_equal(metrics(tmp_path), expected)
+    assert all(r["status"] != "error" for r in rows(tmp_path))
+    with sqlite3.connect(tmp_path / "cache" / "responses.sqlite") as db:
+        stored = [json.loads(r[0]) for r in db.execute("SELECT response FROM responses")]
+    assert len(stored) == 60
+    assert all(re.search(r'"present"', t) for s in stored for t in s["texts"])
+
+
+def test_persistent_errors_are_reported_not_cached_and_resent(cholecseg8k, tmp_path):
+    broken = Faults(rate=0.25, attempts=100, seed=1, kinds=("500",), retry_after_s=0.01)
+    with LoopbackServer(script, api_key=KEY, faults=broken, lifetime_s=240) as server:
+        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={server.url}")
+        first = run_pytest([*args, "--api-retries=1"], "openai", timeout=240)
+    errors = [r for r in rows(tmp_path) if r["status"] == "error"]
+    assert first.returncode == 1 and errors
+    assert all("500" in r["error"] or "InternalServer" in r["error"] for r in errors)
+    assert f"{len(errors)} failed" in first.stdout
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as healed:
+        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={healed.url}")
+        second = run_pytest(args, "openai", timeout=240)
+    assert second.returncode == 0
+    assert healed.stats.attempts == len(errors)  # only what had failed is sent again
+
+
+def test_killed_run_resends_only_what_did_not_complete(cholecseg8k, tmp_path):
+    with LoopbackServer(script, api_key=KEY, latency_s=0.15, lifetime_s=240) as server:
+        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={server.url}")
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env["OPENAI_API_KEY"] = KEY
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", *args, "--concurrency=4"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while server.stats.answered < 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    with sqlite3.connect(tmp_path / "cache" / "responses.sqlite") as db:
+        done = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    assert 0 < done < 60
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as again:
+        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={again.url}")
+        second = run_pytest(args, "openai", timeout=240)
+    assert second.returncode == 0, second.stdout[-2000:]
+    assert again.stats.attempts == 60 - done
+
+
+def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):
+    faults = Faults(rate=0.3, attempts=100, seed=5, kinds=("500", "429"), retry_after_s=0.01)
+    with LoopbackServer(script, api_key=KEY, faults=faults, lifetime_s=240) as server:
+        args = argv(
+            "openai:loop",
+            cholecseg8k,
+            tmp_path,
+            f"--api-base={server.url}",
+            "--api-retries=1",
+            f"--junitxml={tmp_path / 'junit.xml'}",
+            f"--html={tmp_path / 'report.html'}",
+            "--self-contained-html",
+            "-rA",
+        )
+        proc = run_pytest(args, "openai", timeout=240)
+    assert proc.returncode == 1  # some cases failed for good: their errors went everywhere
+    scanned = 0
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+            scanned += 1
+    assert scanned >= 6  # junit, html, raw results, summary, usage, report, cache...
+    assert KEY not in proc.stdout and KEY not in proc.stderr
+
+
+def test_missing_key_skips_with_the_variable_named(cholecseg8k, tmp_path):
+    args = argv("gpt-4o-mini", cholecseg8k, tmp_path, "-rs")
+    proc = run_pytest(args, "openai", key=None, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "60 skipped" in proc.stdout
+    assert "OPENAI_API_KEY" in proc.stdout
