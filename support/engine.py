@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from support.backends.api_keys import redact
 from support.backends.base import Backend, BackendError
 from support.cache import ResponseCache, cache_key
 from support.types import Request, Response
@@ -204,7 +205,7 @@ class ModelClient:
             raise
         except Exception as exc:  # a backend bug or an SDK error the backend did not wrap
             self.stats.errors += 1
-            raise BackendError(f"{type(exc).__name__}: {exc}") from exc
+            raise BackendError(redact(f"{type(exc).__name__}: {exc}")) from None
         self.stats.backend_calls += 1
         if response.latency_s == 0.0:
             response = Response(
