@@ -233,3 +233,26 @@ def test_missing_key_skips_with_the_variable_named(cholecseg8k, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "60 skipped" in proc.stdout
     assert "OPENAI_API_KEY" in proc.stdout
+
+
+def test_fewshot_requests_carry_interleaved_images(cholecseg8k, tmp_path):
+    """Hard-negative few-shot requests reach the server as one turn: 3 example images, each with
+    its example text and answer, then the query text and image, with the system prompt."""
+    seen: list[ScriptRequest] = []
+
+    def recording(request: ScriptRequest) -> str:
+        seen.append(request)
+        return script(request)
+
+    with LoopbackServer(recording, api_key=KEY, lifetime_s=240) as server:
+        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={server.url}")
+        args = [a if a != "zero_shot" else "fewshot_hard_negatives and liver-" for a in args]
+        proc = run_pytest(args, "openai", timeout=240)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert len(seen) == 5
+    for r in seen:
+        assert r.n_images == 4 and r.system and "STRICT JSON" in r.system
+        assert r.texts[0] == "Here are some examples:\n"
+        assert [t.split(":")[0] for t in r.texts[1:7:2]] == ["Example 1", "Example 2", "Example 3"]
+        assert all(t.startswith("Response: {") for t in r.texts[2:7:2])
+        assert r.texts[-1].startswith('Now for the actual query: Organ: "Liver"')
