@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import contextlib
 import threading
 import time
@@ -208,12 +209,7 @@ class ModelClient:
             raise BackendError(redact(f"{type(exc).__name__}: {exc}")) from None
         self.stats.backend_calls += 1
         if response.latency_s == 0.0:
-            response = Response(
-                texts=response.texts,
-                model=response.model,
-                usage=response.usage,
-                latency_s=time.perf_counter() - start,
-            )
+            response = dataclasses.replace(response, latency_s=time.perf_counter() - start)
         if self.cache is not None:
             self.cache.put(key, response)
         return response

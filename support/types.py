@@ -181,6 +181,7 @@ class Response:
     usage: Usage = Usage()
     latency_s: float = 0.0  # wall seconds of the backend call; 0 when served from cache
     cached: bool = False
+    prompt: str | None = None  # the prompt text as rendered for a local model (chat template)
 
     @property
     def text(self) -> str:
@@ -192,6 +193,7 @@ class Response:
             "model": self.model,
             "usage": asdict(self.usage),
             "latency_s": self.latency_s,
+            "prompt": self.prompt,
         }
 
     @classmethod
@@ -202,6 +204,7 @@ class Response:
             usage=Usage(**d.get("usage", {})),
             latency_s=float(d.get("latency_s", 0.0)),
             cached=cached,
+            prompt=d.get("prompt"),
         )
 
 

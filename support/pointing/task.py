@@ -228,6 +228,7 @@ class PointingEvaluation(Evaluation):
             usage=response.usage,
             extra={
                 "row": row,
+                **({"rendered_prompt": response.prompt} if response.prompt else {}),
                 "backend_calls": 0 if response.cached else 1,
                 "cache_hits": 1 if response.cached else 0,
             },
