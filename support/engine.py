@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
