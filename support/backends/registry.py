@@ -100,7 +100,22 @@ def _google(name: str, model_id: str, opts: BackendOptions) -> Backend:
 
 Factory = Callable[[str, str, BackendOptions], Backend]
 
+
 # registered name -> (factory, model id it stands for)
+def _vllm(name: str, model_id: str, opts: BackendOptions) -> Backend:
+    from support.backends.vllm_local import make_vllm_backend
+
+    return make_vllm_backend(name, model_id, opts)
+
+
+def _hf(name: str, model_id: str, opts: BackendOptions) -> Backend:
+    try:
+        from support.backends.transformers_local import make_transformers_backend
+    except ImportError as exc:
+        raise BackendUnavailable(f"{name}: pip install 'vlmbench[hf]' ({exc})") from None
+    return make_transformers_backend(name, model_id, opts)
+
+
 MODELS: dict[str, tuple[Factory, str]] = {
     "oracle": (_oracle, "oracle"),
     "chance": (_chance, "chance"),
@@ -109,10 +124,15 @@ MODELS: dict[str, tuple[Factory, str]] = {
     "claude-3-5-sonnet-20241022": (_anthropic, "claude-3-5-sonnet-20241022"),
     "claude-sonnet-4-20250514": (_anthropic, "claude-sonnet-4-20250514"),
     "gemini-2.0-flash": (_google, "gemini-2.0-flash"),
+    "qwen25-vl-7b": (_vllm, "Qwen/Qwen2.5-VL-7B-Instruct"),
+    "llava-onevision-7b": (_vllm, "llava-hf/llava-onevision-qwen2-7b-si-hf"),
+    "llama32-vision-11b": (_vllm, "meta-llama/Llama-3.2-11B-Vision-Instruct"),
 }
 
 # `provider:` prefixes -> factory taking the model id after the colon
 PROVIDERS: dict[str, Factory] = {
+    "vllm": _vllm,
+    "hf": _hf,
     "openai": _openai,
     "anthropic": _anthropic,
     "google": _google,
@@ -120,6 +140,19 @@ PROVIDERS: dict[str, Factory] = {
 }
 
 DEFAULT_MODELS: tuple[str, ...] = ("oracle", "chance")
+
+
+def model_kind(name: str) -> str:
+    """ "reference" (oracle, chance), "gpu" (vLLM), "local" (transformers) or "api" (the rest):
+    what a model needs, known from its name alone (marks, xdist grouping) without building it."""
+    factory = MODELS[name][0] if name in MODELS else PROVIDERS.get(name.partition(":")[0])
+    if factory in (_oracle, _chance):
+        return "reference"
+    if factory is _vllm:
+        return "gpu"
+    if factory is _hf:
+        return "local"
+    return "api"
 
 
 def known_names() -> list[str]:
