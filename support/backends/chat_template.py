@@ -1,0 +1,52 @@
+"""One code path that renders a Request for any local model (transformers and vLLM backends).
+
+The request becomes HF chat messages (a system turn, then one user turn whose text and image
+items keep the parts' order), the model's own processor renders them with its chat template and
+opens the assistant turn, and the request's prefill (if any) is appended verbatim: the answer
+continues right after it, as in the source's prefill mode.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from PIL import Image
+
+from support.types import Request
+
+
+def chat_messages(request: Request) -> list[dict[str, Any]]:
+    """HF chat format: `[system?, user]`, content items `{"type": "text"|"image"}` in part
+    order; no assistant turn (the prefill is not a message: see `render_prompt`)."""
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": request.system}]})
+    content: list[dict[str, Any]] = [
+        {"type": "image"} if p.is_image else {"type": "text", "text": p.text or ""}
+        for p in request.parts
+    ]
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def render_prompt(processor: Any, request: Request) -> str:
+    """The prompt text as the model sees it: the processor's (or tokenizer's) chat template with
+    the assistant turn opened, then `request.prefill` verbatim. Image placeholders are the
+    template's own (e.g. one `<image>` per image), expanded later by the processor or engine."""
+    prompt = processor.apply_chat_template(
+        chat_messages(request), add_generation_prompt=True, tokenize=False
+    )
+    if not isinstance(prompt, str):  # a template that returned a batch of one
+        prompt = prompt[0]
+    return prompt + (request.prefill or "")
+
+
+def request_images(request: Request) -> list[Image.Image]:
+    """The request's images decoded as RGB PIL images, in part order."""
+    images = []
+    for part in request.images:
+        assert part.image is not None
+        with Image.open(io.BytesIO(part.image)) as im:
+            images.append(im.convert("RGB"))
+    return images

@@ -1,0 +1,227 @@
+"""Transformers backend (`hf:<hub id or local path>`): a local VLM generating whole batches.
+
+Prompts are rendered by the model's own processor chat template (support.backends.chat_template,
+the same code path as the vLLM backend) and left-padded into one batch; one `model.generate` call
+serves each group of requests sharing (n, temperature). torch and transformers are imported on
+first use only; the model loads lazily on the first batch (float32 on CPU, the checkpoint's dtype
+on CUDA) and the blocking torch work runs in a worker thread so the engine's loop stays free.
+Sampling is pure temperature sampling (top_k and top_p off, as the API backends' defaults).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+from support.backends.base import Backend, BackendError, BackendUnavailable
+from support.backends.chat_template import render_prompt, request_images
+from support.types import Request, Response, Usage
+
+DEFAULT_MAX_BATCH = 8  # requests per generate_batch call
+DEFAULT_MAX_NEW_TOKENS = 64  # tokens; caps each request's max_tokens
+# small files that determine the answers, hashed whole into the revision of a local model
+CONFIG_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "processor_config.json",
+    "preprocessor_config.json",
+    "tokenizer_config.json",
+    "tokenizer.json",
+)
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")  # weight files enter by name and size (bytes) only
+
+
+def local_path(model_id: str) -> Path | None:
+    """The folder `model_id` names, or None for a hub id ("org/name" or "name")."""
+    path = Path(model_id).expanduser()
+    if path.exists() or model_id.startswith(("/", ".", "~")) or model_id.count("/") > 1:
+        return path
+    return None
+
+
+def folder_revision(path: Path) -> str:
+    """sha256 of the folder's config, tokenizer and template files and its weight files' names
+    and sizes: changes when the model or its prompt rendering changes, without reading weights."""
+    h = hashlib.sha256()
+    for name in CONFIG_FILES:
+        if (path / name).is_file():
+            h.update(f"{name}\n".encode() + (path / name).read_bytes() + b"\n")
+    weights = sorted({p for pattern in WEIGHT_PATTERNS for p in path.glob(pattern)})
+    for p in weights:
+        h.update(f"{p.name}:{p.stat().st_size}\n".encode())
+    return h.hexdigest()
+
+
+class TransformersBackend(Backend):
+    """`AutoModelForImageTextToText.generate` over the requests the micro-batcher gathered."""
+
+    default_concurrency = 1
+
+    def __init__(
+        self,
+        name: str,
+        model_id: str,
+        *,
+        device: str = "cpu",
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+    ) -> None:
+        for module in ("torch", "transformers"):
+            if importlib.util.find_spec(module) is None:
+                raise BackendUnavailable(f"{name}: pip install 'vlmbench[hf]'")
+        self.name = name
+        self.model_id = model_id
+        self.path = local_path(model_id)
+        if self.path is not None and not (self.path / "config.json").is_file():
+            what = "does not exist" if not self.path.exists() else "has no config.json"
+            raise BackendUnavailable(f"{name}: model folder {self.path} {what}")
+        self.device = device
+        self.max_batch = max_batch
+        self.max_new_tokens = max_new_tokens
+        revision = folder_revision(self.path) if self.path is not None else model_id
+        self.identity = {
+            "provider": "hf",
+            "model": model_id,
+            "revision": revision,
+            "backend_version": importlib.metadata.version("transformers"),
+        }
+        self.processor: Any = None
+        self.model: Any = None
+        self._lock = threading.RLock()  # one batch on the model at a time, loading included
+        self.generate_calls = 0  # model.generate calls made
+        self.batch_sizes: list[int] = []  # requests in each model.generate call
+
+    def load(self) -> tuple[Any, Any]:
+        """The processor and model, loaded on first use."""
+        with self._lock:
+            return self._load()
+
+    def _load(self) -> tuple[Any, Any]:
+        if self.model is None:
+            import torch
+            from transformers import AutoModelForImageTextToText, AutoProcessor
+
+            source = str(self.path) if self.path is not None else self.model_id
+            processor = AutoProcessor.from_pretrained(source)
+            dtype = torch.float32 if self.device == "cpu" else "auto"
+            model = AutoModelForImageTextToText.from_pretrained(source, **{_dtype_keyword(): dtype})
+            tokenizer = getattr(processor, "tokenizer", processor)
+            tokenizer.padding_side = "left"  # generation continues each row at the end
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            self.processor, self.model = processor, model.to(self.device).eval()
+        return self.processor, self.model
+
+    def _eos_ids(self) -> set[int]:
+        eos = self.model.generation_config.eos_token_id
+        ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        if tokenizer.eos_token_id is not None:
+            ids.add(tokenizer.eos_token_id)
+        return ids
+
+    def _generate_group(self, requests: list[Request]) -> list[Response]:
+        """One processor call and one model.generate call for requests sharing n and temperature."""
+        import torch
+
+        processor, model = self.processor, self.model
+        tokenizer = getattr(processor, "tokenizer", processor)
+        prompts = [render_prompt(processor, r) for r in requests]
+        images = [im for r in requests for im in request_images(r)]
+        bos = tokenizer.bos_token
+        inputs = processor(
+            text=prompts,
+            images=images or None,
+            padding=True,
+            return_tensors="pt",
+            add_special_tokens=not (bos and prompts[0].startswith(bos)),  # template has the BOS
+        )
+        inputs = {
+            k: v.to(self.device, model.dtype) if v.is_floating_point() else v.to(self.device)
+            for k, v in inputs.items()
+            if isinstance(v, torch.Tensor)
+        }
+        first = requests[0]
+        n, sample = first.n, first.temperature > 0
+        rows = n if sample else 1  # greedy samples are all the same: generate one, copy it
+        kwargs: dict[str, Any] = {"do_sample": sample, "num_return_sequences": rows}
+        if sample:
+            kwargs.update(temperature=first.temperature, top_k=0, top_p=1.0)
+            seed = next((r.seed for r in requests if r.seed is not None), None)
+            if seed is not None:
+                torch.manual_seed(seed)
+        limit = min(max(r.max_tokens for r in requests), self.max_new_tokens)
+        self.generate_calls += 1
+        self.batch_sizes.append(len(requests))
+        out = model.generate(**inputs, max_new_tokens=limit, **kwargs)
+        new = out[:, inputs["input_ids"].shape[1] :].tolist()
+        n_in = inputs["attention_mask"].sum(dim=1).tolist()
+        eos = self._eos_ids()
+        responses = []
+        for i, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
+            texts, n_out = [], 0
+            for row in new[i * rows : (i + 1) * rows] * (n // rows):
+                row = row[: min(request.max_tokens, self.max_new_tokens)]
+                end = next((j for j, t in enumerate(row) if t in eos), None)
+                n_out += len(row) if end is None else end + 1  # the eos token counts
+                texts.append(tokenizer.decode(row[:end], skip_special_tokens=True))
+            usage = Usage(input_tokens=int(n_in[i]), output_tokens=n_out)
+            responses.append(Response(tuple(texts), self.name, usage=usage, prompt=prompt))
+        return responses
+
+    def _run(self, requests: list[Request]) -> list[Response]:
+        """Blocking: group by (n, temperature), generate each group, answer in request order."""
+        import torch
+
+        groups: dict[tuple[int, float], list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.n, max(r.temperature, 0.0)), []).append(i)
+        responses: list[Response | None] = [None] * len(requests)
+        with self._lock:
+            self.load()
+            with torch.inference_mode():
+                for indices in groups.values():
+                    group = self._generate_group([requests[i] for i in indices])
+                    for i, resp in zip(indices, group, strict=True):
+                        responses[i] = resp
+        return [r for r in responses if r is not None]
+
+    async def generate_batch(self, requests: list[Request]) -> list[Response]:
+        if not requests:
+            return []
+        try:
+            return await asyncio.to_thread(self._run, requests)
+        except Exception as exc:
+            raise BackendError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+
+    async def generate(self, request: Request) -> Response:
+        return (await self.generate_batch([request]))[0]
+
+
+def _dtype_keyword() -> str:
+    """`dtype` (transformers >= 4.56), else the older `torch_dtype`."""
+    from packaging.version import Version
+
+    new = Version(importlib.metadata.version("transformers")) >= Version("4.56")
+    return "dtype" if new else "torch_dtype"
+
+
+def make_transformers_backend(name: str, model_id: str, opts: Any) -> Backend:
+    """Factory for `hf:<id or path>`; reads `opts.extra` keys max_batch, device, max_new_tokens."""
+    extra = dict(getattr(opts, "extra", ()) or ())
+    return TransformersBackend(
+        name,
+        model_id,
+        device=str(extra.get("device") or "cpu"),
+        max_batch=int(extra.get("max_batch") or DEFAULT_MAX_BATCH),
+        max_new_tokens=int(extra.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS),
+    )
