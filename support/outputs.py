@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -28,6 +29,28 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def build_once(target: Path, build: Callable[[Path], object], timeout_s: float = 600) -> Path:
+    """`target`, built by `build(folder)` on first use: safe across processes (xdist workers at
+    once): one builds under a file lock while the others wait, into a temporary folder renamed
+    into place when complete, so a reader never sees half a build."""
+    from filelock import FileLock
+
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{target}.lock", timeout=timeout_s):
+        if target.is_dir():
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            build(tmp)
+            os.chmod(tmp, 0o755)  # mkdtemp makes it private
+            os.rename(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def atomic_write_text(path: Path, text: str) -> None:

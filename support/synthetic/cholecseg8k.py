@@ -18,7 +18,6 @@ import argparse
 import io
 import math
 import os
-import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from support.outputs import build_once
 from support.pointing.classes import CLASS_TO_COLOR
 
 WIDTH, HEIGHT = 854, 480  # pixels, as the real frames
@@ -269,28 +269,9 @@ def _build(out_dir, features, seed, n_videos, frames_per_video, fmt) -> Path:
 
 
 def ensure_cholecseg8k(cache_dir: Path, seed: int = 0) -> Path:
-    """The default synthetic dataset under cache_dir, built on first use.
-
-    Safe across processes (xdist workers collecting at once): one builds under a file lock while
-    the others wait for it; the build goes to a temporary folder renamed into place when complete.
-    """
-    from filelock import FileLock
-
+    """The default synthetic dataset under cache_dir, built on first use (safe across processes)."""
     target = Path(cache_dir) / "synthetic" / f"cholecseg8k-seed{seed}-{VERSION}"
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock", timeout=600):
-        if target.is_dir():
-            return target
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
-            build_cholecseg8k(tmp, seed=seed)
-            os.chmod(tmp, 0o755)  # mkdtemp makes it private
-            os.rename(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return build_once(target, lambda folder: build_cholecseg8k(folder, seed=seed))
 
 
 def main(argv: list[str] | None = None) -> int:

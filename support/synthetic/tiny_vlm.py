@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
+from support.outputs import build_once
 from support.pointing.classes import CLASS_NAMES
 from support.pointing.parser import format_pointing
 from support.pointing.prompts import SYSTEM_PROMPT, user_prompt
@@ -157,25 +156,9 @@ def build_tiny_vlm(out_dir: Path, seed: int = 0) -> Path:
 
 
 def ensure_tiny_vlm(cache_dir: Path, seed: int = 0) -> Path:
-    """The tiny model under `cache_dir/models`, built once: safe across processes (xdist workers)
-    by a file lock; the build goes to a temporary folder renamed into place when complete."""
-    from filelock import FileLock
-
+    """The tiny model under `cache_dir/models`, built once (safe across processes)."""
     target = Path(cache_dir) / "models" / f"tiny-vlm-seed{seed}-{VERSION}"
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock", timeout=600):
-        if target.is_dir():
-            return target
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
-            build_tiny_vlm(tmp, seed=seed)
-            os.chmod(tmp, 0o755)  # mkdtemp makes it private
-            os.rename(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return build_once(target, lambda folder: build_tiny_vlm(folder, seed=seed))
 
 
 def main(argv: list[str] | None = None) -> int:
