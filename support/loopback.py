@@ -300,10 +300,15 @@ class _Handler(BaseHTTPRequestHandler):
         prompt_tokens = sum(len(t) for t in request.texts) // 4 + 85 * request.n_images
         completion_tokens = sum(len(a) // 4 + 1 for a in answers)
         body = render(protocol, model, answers, (prompt_tokens, completion_tokens))
-        if self._json(200, body):
+        # counted before the write, so a client that has the answer always sees it counted;
+        # taken back if the client has gone (a timed-out "slow" fault)
+        with owner.lock:
+            owner.stats.answered += 1
+            owner.stats.answered_bodies[digest] += 1
+        if not self._json(200, body):
             with owner.lock:
-                owner.stats.answered += 1
-                owner.stats.answered_bodies[digest] += 1
+                owner.stats.answered -= 1
+                owner.stats.answered_bodies[digest] -= 1
 
     def _route(self) -> tuple[str, str] | None:
         path = self.path.split("?", 1)[0]
