@@ -25,14 +25,13 @@ from typing import Any
 
 import anthropic
 
+from support.backends.api_backend import ApiBackend
 from support.backends.api_keys import (
     MalformedResponse,
     backend_error,
     call_with_retry,
     is_malformed,
-    register_secret,
 )
-from support.backends.base import Backend
 from support.types import Request, Response, Usage
 
 
@@ -85,43 +84,14 @@ def anthropic_retryable(exc: BaseException) -> bool:
     )
 
 
-class AnthropicBackend(Backend):
+class AnthropicBackend(ApiBackend):
     """Messages API through `anthropic.AsyncAnthropic`."""
 
-    default_concurrency = 8
-    reads_hints = False
+    provider = "anthropic"
+    sdk_version = anthropic.__version__
 
-    def __init__(
-        self,
-        name: str,
-        model_id: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = 60.0,
-        max_retries: int = 5,
-        http_client: Any = None,  # an httpx2.AsyncClient (tests inject a mock transport)
-    ) -> None:
-        self.name = name
-        self.model_id = model_id
-        self.base_url = base_url
-        self.prefill_mode = "native"
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self._api_key = api_key
-        register_secret(api_key)
-        self._http_client = http_client
-        self._client: anthropic.AsyncAnthropic | None = None
-        self.identity = {
-            "provider": "anthropic",
-            "model": model_id,
-            "backend_version": anthropic.__version__,
-        }
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
-
-    __str__ = __repr__
+    def __init__(self, name: str, model_id: str, **kw: Any) -> None:
+        super().__init__(name, model_id, prefill_mode="native", **kw)
 
     def _get_client(self) -> anthropic.AsyncAnthropic:
         if self._client is None:

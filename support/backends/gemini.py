@@ -19,20 +19,17 @@ usually continues but may treat as a finished turn. `texts` hold only the genera
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 from google import genai
 from google.genai import types
 
+from support.backends.api_backend import ApiBackend
 from support.backends.api_keys import (
     MalformedResponse,
-    backend_error,
-    call_with_retry,
     is_malformed,
-    register_secret,
 )
-from support.backends.base import Backend, BackendError
+from support.backends.base import BackendError
 from support.types import Request, Response, Usage
 
 RETRY_STATUS_CODES = [408, 429, 500, 502, 503, 504]
@@ -125,43 +122,14 @@ def gemini_retryable(exc: BaseException) -> bool:
     return isinstance(exc, conn) and not isinstance(exc, timeouts)
 
 
-class GeminiBackend(Backend):
+class GeminiBackend(ApiBackend):
     """generateContent through `google.genai.Client(...).aio`."""
 
-    default_concurrency = 8
-    reads_hints = False
+    provider = "google"
+    sdk_version = genai.__version__
 
-    def __init__(
-        self,
-        name: str,
-        model_id: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        timeout_s: float = 60.0,
-        max_retries: int = 5,
-        http_client: Any = None,  # an httpx2.AsyncClient (tests inject a mock transport)
-    ) -> None:
-        self.name = name
-        self.model_id = model_id
-        self.base_url = base_url
-        self.prefill_mode = "model-turn fallback"
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self._api_key = api_key
-        register_secret(api_key)
-        self._http_client = http_client
-        self._client: genai.Client | None = None
-        self.identity = {
-            "provider": "google",
-            "model": model_id,
-            "backend_version": genai.__version__,
-        }
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
-
-    __str__ = __repr__
+    def __init__(self, name: str, model_id: str, **kw: Any) -> None:
+        super().__init__(name, model_id, prefill_mode="model-turn fallback", **kw)
 
     def http_options(self) -> types.HttpOptions:
         """Endpoint, timeout and retries of the client."""
@@ -194,18 +162,7 @@ class GeminiBackend(Backend):
 
     async def generate(self, request: Request) -> Response:
         contents, config = gemini_contents(request)
-        start = time.perf_counter()
-        try:
-            texts, usage = await call_with_retry(
-                lambda: self._once(contents, config), gemini_retryable
-            )
-        except Exception as exc:
-            raise backend_error(self.name, exc) from None
-        if len(texts) != request.n:
-            raise BackendError(f"{self.name}: asked for {request.n} samples, got {len(texts)}")
-        return Response(
-            texts=texts, model=self.name, usage=usage, latency_s=time.perf_counter() - start
-        )
+        return await self._call(request, lambda: self._once(contents, config), gemini_retryable)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

@@ -20,19 +20,15 @@ Either way `Response.texts` holds only the generated text, never the prefill.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import openai
 
+from support.backends.api_backend import ApiBackend
 from support.backends.api_keys import (
     MalformedResponse,
-    backend_error,
-    call_with_retry,
     is_malformed,
-    register_secret,
 )
-from support.backends.base import Backend, BackendError
 from support.types import Request, Response, Usage
 
 NATIVE = "native"
@@ -106,46 +102,17 @@ def openai_retryable(exc: BaseException) -> bool:
     )
 
 
-class OpenAIChatBackend(Backend):
+class OpenAIChatBackend(ApiBackend):
     """Chat Completions through `openai.AsyncOpenAI`."""
 
-    default_concurrency = 8
-    reads_hints = False
+    provider = "openai"
+    sdk_version = openai.__version__
 
-    def __init__(
-        self,
-        name: str,
-        model_id: str,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        compatible: bool = False,
-        timeout_s: float = 60.0,
-        max_retries: int = 5,
-        http_client: Any = None,  # an httpx2.AsyncClient (tests inject a mock transport)
-    ) -> None:
-        self.name = name
-        self.model_id = model_id
-        self.base_url = base_url
-        self.prefill_mode = NATIVE if compatible else FALLBACK
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self._api_key = api_key
-        register_secret(api_key)
-        self._http_client = http_client
-        self._client: openai.AsyncOpenAI | None = None
-        self.identity = {
-            "provider": "openai-compatible" if compatible else "openai",
-            "model": model_id,
-            "backend_version": openai.__version__,
-        }
+    def __init__(self, name: str, model_id: str, *, compatible: bool = False, **kw: Any) -> None:
+        super().__init__(name, model_id, prefill_mode=NATIVE if compatible else FALLBACK, **kw)
         if compatible:
-            self.identity["base_url"] = base_url
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
-
-    __str__ = __repr__
+            self.identity["provider"] = "openai-compatible"
+            self.identity["base_url"] = self.base_url
 
     def _get_client(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -164,17 +131,7 @@ class OpenAIChatBackend(Backend):
 
     async def generate(self, request: Request) -> Response:
         params = openai_params(request, self.model_id, self.prefill_mode == NATIVE)
-        start = time.perf_counter()
-        try:
-            texts, usage = await call_with_retry(lambda: self._once(params), openai_retryable)
-        except Exception as exc:
-            # from None: the SDK's exception chain is not shown where the key could hide
-            raise backend_error(self.name, exc) from None
-        if len(texts) != request.n:
-            raise BackendError(f"{self.name}: asked for {request.n} samples, got {len(texts)}")
-        return Response(
-            texts=texts, model=self.name, usage=usage, latency_s=time.perf_counter() - start
-        )
+        return await self._call(request, lambda: self._once(params), openai_retryable)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
