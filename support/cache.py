@@ -40,9 +40,6 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self.hits = 0
-        self.misses = 0
-        self.writes = 0
         # Switching to WAL needs the database to itself, and sqlite's busy timeout does not cover
         # that switch: processes starting together (xdist workers) create the file one at a time.
         # WAL mode is then stored in the file, so later connections only open it.
@@ -70,9 +67,7 @@ class ResponseCache:
             self._conn().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         )
         if row is None:
-            self.misses += 1
             return None
-        self.hits += 1
         return Response.from_json(json.loads(row[0]), cached=True)
 
     def put(self, key: str, response: Response) -> None:
@@ -81,7 +76,6 @@ class ResponseCache:
             "INSERT OR REPLACE INTO responses (key, model, created, response) VALUES (?, ?, ?, ?)",
             (key, response.model, time.time(), json.dumps(response.to_json())),
         )
-        self.writes += 1
 
     def __len__(self) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

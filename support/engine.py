@@ -20,7 +20,6 @@ import dataclasses
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from support.backends.api_keys import redact
@@ -110,8 +109,7 @@ class MicroBatcher:
         self.settle_ticks = settle_ticks
         self._pending: list[tuple[Request, asyncio.Future[Response]]] = []
         self._worker: asyncio.Task[None] | None = None
-        self.calls = 0  # generate_batch calls made
-        self.batch_sizes: list[int] = []
+        self.batch_sizes: list[int] = []  # one entry per generate_batch call
 
     async def submit(self, request: Request) -> Response:
         fut: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
@@ -128,7 +126,6 @@ class MicroBatcher:
                 self._pending[: self.max_batch],
                 self._pending[self.max_batch :],
             )
-            self.calls += 1
             self.batch_sizes.append(len(batch))
             try:
                 responses = await self._run_batch([r for r, _ in batch])
@@ -146,16 +143,6 @@ class MicroBatcher:
             for (_, fut), resp in zip(batch, responses, strict=True):
                 if not fut.done():
                     fut.set_result(resp)
-
-
-@dataclass
-class ClientStats:
-    """Counts for one model in one process."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    backend_calls: int = 0  # requests answered by the backend (batched requests count one each)
-    errors: int = 0
 
 
 class ModelClient:
@@ -176,7 +163,6 @@ class ModelClient:
         self.name = backend.name
         self.cache = cache
         self.concurrency = max(1, concurrency)
-        self.stats = ClientStats()
         self._sem: asyncio.Semaphore | None = None
         batch = max_batch if max_batch is not None else backend.max_batch
         self.batcher = MicroBatcher(backend.generate_batch, batch) if batch and batch > 1 else None
@@ -185,12 +171,10 @@ class ModelClient:
         return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)
 
     async def generate(self, request: Request) -> Response:
-        self.stats.requests += 1
         key = self.key(request)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.stats.cache_hits += 1
                 return hit
         start = time.perf_counter()
         try:
@@ -202,12 +186,9 @@ class ModelClient:
                 async with self._sem:
                     response = await self.backend.generate(request)
         except BackendError:
-            self.stats.errors += 1
             raise
         except Exception as exc:  # a backend bug or an SDK error the backend did not wrap
-            self.stats.errors += 1
             raise BackendError(redact(f"{type(exc).__name__}: {exc}")) from None
-        self.stats.backend_calls += 1
         if response.latency_s == 0.0:
             response = dataclasses.replace(response, latency_s=time.perf_counter() - start)
         if self.cache is not None:

@@ -38,7 +38,6 @@ class Evaluation:
 
     name: ClassVar[str] = ""
     quick_samples: ClassVar[int] = 5  # samples in the `quick` subset
-    summary_keys: ClassVar[tuple[str, ...]] = ("model",)  # the row dimensions of summary.csv
 
     # ---- worker side -------------------------------------------------------------------------
     @classmethod
@@ -73,7 +72,7 @@ class Evaluation:
     # ---- controller side ---------------------------------------------------------------------
     @classmethod
     def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
-        """The summary table (one row per summary_keys combination, with interval columns)."""
+        """The summary table: one row per reporting group, with interval columns."""
         raise NotImplementedError
 
     @classmethod

@@ -23,7 +23,6 @@ class OnceCache(Generic[K, V]):
         self._values: OrderedDict[K, V] = OrderedDict()
         self._locks: dict[K, threading.Lock] = {}
         self._lock = threading.Lock()
-        self.computed = 0  # how many times compute ran (tests check sharing)
 
     def get(self, key: K, compute: Callable[[K], V]) -> V:
         with self._lock:
@@ -37,7 +36,6 @@ class OnceCache(Generic[K, V]):
                     return self._values[key]
             value = compute(key)
             with self._lock:
-                self.computed += 1
                 self._values[key] = value
                 while len(self._values) > self.maxsize:
                     self._values.popitem(last=False)

@@ -150,6 +150,17 @@ def test_cache_key_covers_the_request_and_the_model():
     assert s1.key(req("x", target="t1")) == s1.key(req("x", target="t2"))
 
 
+def run_in_processes(target, argsets) -> None:
+    """Start one spawned process per argument tuple at once; each must exit cleanly."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=target, args=args) for args in argsets]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+
+
 def _writer(path, start):
     cache = ResponseCache(path)
     for i in range(start, start + 200):
@@ -159,13 +170,7 @@ def _writer(path, start):
 def test_cache_is_shared_safely_by_processes(tmp_path):
     path = tmp_path / "shared.sqlite"
     ResponseCache(path)
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(path, k * 100)) for k in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    run_in_processes(_writer, [(path, k * 100) for k in range(3)])
     cache = ResponseCache(path)
     assert len(cache) == 400  # overlapping keys written twice stay one row
     assert cache.get("k250").text == "250"
@@ -196,13 +201,7 @@ def _open_and_write(path, k):
 def test_cache_created_by_many_processes_at_once(tmp_path):
     """Workers starting together all create the same new cache file (the WAL switch races)."""
     path = tmp_path / "new.sqlite"
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_open_and_write, args=(path, k)) for k in range(6)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    run_in_processes(_open_and_write, [(path, k) for k in range(6)])
     cache = ResponseCache(path)
     assert len(cache) == 6
     assert cache._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"

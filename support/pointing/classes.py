@@ -47,7 +47,6 @@ CLASS_NAMES: dict[int, str] = {
 }
 
 ORGAN_IDS: tuple[int, ...] = tuple(range(1, 13))  # the 12 structures asked about, in source order
-N_ORGANS = len(ORGAN_IDS)
 
 
 def slug(name: str) -> str:
@@ -56,7 +55,6 @@ def slug(name: str) -> str:
 
 
 ORGAN_SLUGS: dict[int, str] = {i: slug(CLASS_NAMES[i]) for i in ORGAN_IDS}
-SLUG_TO_ID: dict[str, int] = {s: i for i, s in ORGAN_SLUGS.items()}
 
 # 24-bit packed colour -> class id, for vectorised decoding
 _PACKED = np.full(1 << 24, IGNORE, dtype=np.int8)

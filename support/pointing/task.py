@@ -75,7 +75,6 @@ class PointingEvaluation(Evaluation):
 
     name: ClassVar[str] = "pointing"
     quick_samples: ClassVar[int] = 5
-    summary_keys: ClassVar[tuple[str, ...]] = ("model", "condition", "organ")
 
     def __init__(self, source: str, prepared: Prepared, rows: list[int]) -> None:
         self.source = source
