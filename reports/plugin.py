@@ -57,7 +57,7 @@ class ReportPlugin:
             self.files[name] += [
                 write_csv(summary, out_dir / "summary.csv"),
                 write_csv(self.usage[name], out_dir / "usage.csv"),
-                *cls.write_outputs(outs, summary, out_dir),
+                *cls.write_outputs(outs, summary, out_dir, s),
             ]
             self.summaries[name] = summary
         self.gate_messages = self._check_gates()

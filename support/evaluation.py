@@ -65,6 +65,10 @@ class Evaluation:
         """The outcome recorded when the pipeline broke for this case."""
         raise NotImplementedError
 
+    def skip_reason(self, case: Case, model: str) -> str | None:
+        """Why this case must not run in this run (e.g. its results exist already), or None."""
+        return None
+
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """An image (JPEG/PNG bytes) that shows the case and the prediction, for the HTML report."""
         return None
@@ -77,9 +81,10 @@ class Evaluation:
 
     @classmethod
     def write_outputs(
-        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path
+        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
     ) -> list[Path]:
-        """Evaluation-specific files beside summary.csv (report.md, plots). Returns their paths."""
+        """Evaluation-specific files beside summary.csv (report.md, plots), or elsewhere under
+        settings.results_dir where the source's layout says so. Returns their paths."""
         return []
 
     @classmethod

@@ -20,4 +20,5 @@ class RunSettings:
     run_id: str = ""
     concurrency: int | None = None  # None: each backend's default
     bootstrap: int = 1000  # bootstrap resamples per interval (0: no intervals)
+    override: bool = False  # re-run cases whose results exist (evaluations that keep them)
     data: Mapping[str, str] = field(default_factory=dict)  # dataset option name -> path or hub id

@@ -293,7 +293,7 @@ class PointingEvaluation(Evaluation):
 
     @classmethod
     def write_outputs(
-        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path
+        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
     ) -> list[Path]:
         from support.pointing.summary import plot_f1_by_organ, write_report
 
