@@ -22,6 +22,7 @@ from support.outputs import markdown_table, usage_table, with_intervals, write_c
 from support.types import Outcome
 
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
+MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary
 
 
 class ReportPlugin:
@@ -103,8 +104,11 @@ class ReportPlugin:
             if usage is not None and (usage["input_tokens"] > 0).any():
                 tr.write_line("usage and cost per model (USD; cached answers included):")
                 tr.write_line(markdown_table(usage.fillna("")))
-            for path in self.files.get(name, []):
+            files = self.files.get(name, [])
+            for path in files[:MAX_LISTED_FILES]:
                 tr.write_line(f"wrote {path}")
+            if len(files) > MAX_LISTED_FILES:
+                tr.write_line(f"... and {len(files) - MAX_LISTED_FILES} more files")
         for msg in self.gate_messages:
             tr.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
 

@@ -20,6 +20,7 @@ from support.types import Case, Outcome
 # name -> "module:Class", imported only when the evaluation is used
 EVALUATIONS: dict[str, str] = {
     "pointing": "support.pointing.task:PointingEvaluation",
+    "pgt": "support.pgt.task:PgtEvaluation",
 }
 
 
@@ -65,9 +66,10 @@ class Evaluation:
         """The outcome recorded when the pipeline broke for this case."""
         raise NotImplementedError
 
-    def skip_reason(self, case: Case, model: str) -> str | None:
-        """Why this case must not run in this run (e.g. its results exist already), or None."""
-        return None
+    def skip_reasons(self, selected: list[tuple[Case, str]]) -> list[str | None]:
+        """For the (case, model) pairs selected to run (after -k/-m), why each must not run
+        (e.g. its results exist already and the source keeps them), or None."""
+        return [None] * len(selected)
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """An image (JPEG/PNG bytes) that shows the case and the prediction, for the HTML report."""

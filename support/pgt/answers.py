@@ -1,0 +1,74 @@
+"""Reading a label from a model's answer, and the majority vote over n answers.
+
+Answers are untrusted text: `extract_prediction` never raises and returns None when the answer
+names neither label (or both without saying which it chose). Votes: the most common label wins;
+a tie goes to `real`, as the source; unparsable answers cast no vote.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+REAL = "real"
+AI = "ai-generated"
+LABELS: tuple[str, ...] = (REAL, AI)
+UNPARSABLE = "unparsable"  # its key in a vote distribution
+
+_AI_WORDS = (
+    r"ai[\s_-]*generated|ai[\s_-]*created|ai|fake|synthetic|artificial|generated"
+    r"|computer[\s_-]*generated"
+)
+_REAL_WORDS = r"real|authentic|genuine"
+_NEGATION = r"(?:not|isn['’]?t|is\s+not|never|no)\s+(?:an?\s+)?(?:\w+\s+)?"
+_MENTION = re.compile(
+    rf"(?P<neg>\b{_NEGATION})?\b(?:(?P<ai>{_AI_WORDS})|(?P<real>{_REAL_WORDS}))\b",
+    flags=re.IGNORECASE,
+)
+# "real or AI-generated" (the question echoed): names both labels without choosing
+_ECHO = re.compile(rf"\b(?:{_REAL_WORDS})\s*(?:or|/|vs\.?|versus)\s*(?:{_AI_WORDS})\b", re.I)
+
+
+def extract_prediction(text: object) -> str | None:
+    """`real`, `ai-generated`, or None: the first label the answer commits to.
+
+    "AI-generated", "fake", "synthetic" mean ai-generated; "real", "authentic", "genuine" mean real;
+    a negation right before flips it ("not real" -> ai-generated). An echo of the question
+    ("real or AI-generated") is skipped.
+    """
+    if not isinstance(text, str):
+        return None
+    cleaned = _ECHO.sub(" ", text[:2000])  # the label sits at the start of an extraction answer
+    for match in _MENTION.finditer(cleaned):
+        label = AI if match.group("ai") else REAL
+        if match.group("neg"):
+            label = REAL if label == AI else AI
+        return label
+    return None
+
+
+@dataclass(frozen=True)
+class Vote:
+    """The aggregated prediction of n answers (None when none was parsable) and the counts."""
+
+    prediction: str | None
+    distribution: dict[str, int]
+
+
+def majority_vote(predictions: Sequence[str | None]) -> Vote:
+    """Most common label among the parsable predictions; ties go to `real`.
+
+    The distribution counts each label that received votes (and `unparsable` when any answer was).
+    """
+    counts = Counter(p if p in LABELS else UNPARSABLE for p in predictions)
+    votes = {label: counts[label] for label in LABELS if counts[label]}
+    distribution = dict(votes)
+    if counts[UNPARSABLE]:
+        distribution[UNPARSABLE] = counts[UNPARSABLE]
+    if not votes:
+        return Vote(None, distribution)
+    top = max(votes.values())
+    winners = [label for label in LABELS if votes.get(label) == top]  # REAL first: ties -> real
+    return Vote(winners[0], distribution)

@@ -1,0 +1,312 @@
+"""PGT metrics, the source's output files, and the summary tables (controller side).
+
+Metrics as the source, from the majority-voted predictions with `ai-generated` as the positive
+class: accuracy, macro F1, per-class precision / recall / F1, the confusion matrix; with n > 1
+also the accuracy of the individual responses; and the recall per generator. An unparsable vote
+(no response named a label) counts as the wrong label; backend errors are excluded and counted.
+Intervals: 95% bootstrap over images (percentile, support.metrics.cluster_bootstrap).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from support.metrics import binary_metrics, cluster_bootstrap, counts_by_cluster, safe_ratio
+from support.outputs import atomic_write_text, markdown_table, with_intervals, write_csv
+from support.pgt.answers import AI, REAL
+from support.pgt.layout import result_dir
+from support.pgt.phrases import MODES
+from support.settings import RunSettings
+from support.types import Outcome
+
+COMBINATION = ["model", "dataset", "phrase", "mode", "n_responses"]
+COUNT_FIELDS = ("tp", "fp", "fn", "tn", "individual_correct", "individual_total", "unparsable")
+METRICS = (
+    "accuracy",
+    "macro_f1",
+    "precision_real",
+    "recall_real",
+    "f1_real",
+    "precision_ai",
+    "recall_ai",
+    "f1_ai",
+    "individual_accuracy",
+    "unparsable_rate",
+)
+LEVEL = 0.95
+
+
+def case_counts(o: Outcome) -> list[int]:
+    """One scored case as additive counts (COUNT_FIELDS order); unparsable = the wrong label."""
+    y_true, y_pred = o.scores["y_true"], o.scores["y_pred"]
+    unparsable = int(y_pred is None)
+    if y_pred is None:
+        y_pred = REAL if y_true == AI else AI
+    return [
+        int(y_true == AI and y_pred == AI),
+        int(y_true == REAL and y_pred == AI),
+        int(y_true == AI and y_pred == REAL),
+        int(y_true == REAL and y_pred == REAL),
+        int(o.scores.get("individual_correct", 0)),
+        int(o.scores.get("individual_total", 0)),
+        unparsable,
+    ]
+
+
+def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
+    """(..., 7) summed counts -> metrics, vectorised over leading axes (for the bootstrap)."""
+    tp, fp, fn, tn, ind_ok, ind_n, unp = (s[..., i] for i in range(len(COUNT_FIELDS)))
+    ai = binary_metrics(tp, fp, fn, tn)
+    real = binary_metrics(tn, fn, fp, tp)  # the same table with `real` as the positive class
+    return {
+        "accuracy": ai["accuracy"],
+        "macro_f1": (ai["f1"] + real["f1"]) / 2,
+        "precision_real": real["precision"],
+        "recall_real": real["recall"],
+        "f1_real": real["f1"],
+        "precision_ai": ai["precision"],
+        "recall_ai": ai["recall"],
+        "f1_ai": ai["f1"],
+        "individual_accuracy": safe_ratio(ind_ok, ind_n),
+        "unparsable_rate": safe_ratio(unp, tp + fp + fn + tn),
+    }
+
+
+def _frame(outcomes: list[Outcome]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": [o.model for o in outcomes],
+            "dataset": [o.group["dataset"] for o in outcomes],
+            "phrase": [o.group["phrase"] for o in outcomes],
+            "mode": [o.group["mode"] for o in outcomes],
+            "n_responses": [int(o.group["n"]) for o in outcomes],
+        }
+    )
+
+
+def combinations(outcomes: list[Outcome]) -> Iterable[tuple[tuple, list[Outcome]]]:
+    """(model, dataset, phrase, mode, n) and its outcomes, in a stable order."""
+    if not outcomes:
+        return
+    for key, idx in _frame(outcomes).groupby(COMBINATION, sort=True).groups.items():
+        yield key, [outcomes[i] for i in idx]
+
+
+def _mode_rank(mode: str) -> int:
+    return MODES.index(mode) if mode in MODES else (-1 if not mode else len(MODES))
+
+
+def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One row per (model, dataset, phrase, mode, n): counts and metrics with `_lo`/`_hi`."""
+    rows = []
+    for key, group in combinations(outcomes):
+        row: dict[str, Any] = dict(zip(COMBINATION, key, strict=True))
+        scored = [o for o in group if o.status != "error"]
+        row |= {"n": len(scored), "n_error": len(group) - len(scored)}
+        if not scored:
+            rows.append(row | {m: np.nan for m in METRICS})
+            continue
+        _, counts = counts_by_cluster([o.cluster for o in scored], [case_counts(o) for o in scored])
+        total = counts.sum(axis=0)
+        row |= {"TP": total[0], "FP": total[1], "FN": total[2], "TN": total[3]}
+        row["correct"] = int(total[0] + total[3])
+        estimates = cluster_bootstrap(counts, reduce_counts, n_resamples, seed, LEVEL)
+        for m in METRICS:
+            e = estimates[m]
+            row |= {m: e.value, f"{m}_lo": e.low, f"{m}_hi": e.high}
+        rows.append(row)
+    rows.sort(key=lambda r: (r["model"], r["dataset"], r["phrase"] != "baseline", r["phrase"],
+                             _mode_rank(r["mode"]), r["n_responses"]))  # fmt: skip
+    columns = [*COMBINATION, "n", "n_error", "correct", "TP", "TN", "FP", "FN"]
+    for m in METRICS:
+        columns += [m, f"{m}_lo", f"{m}_hi"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def headline(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per combination: accuracy, macro F1 and (n > 1) individual accuracy."""
+    cols = [*COMBINATION, "n", "n_error"]
+    for m in ("accuracy", "macro_f1", "individual_accuracy"):
+        cols += [m, f"{m}_lo", f"{m}_hi"]
+    return summary[cols].reset_index(drop=True)
+
+
+def generator_recall(
+    outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """{generator: {recall, n, ci}}: the share of a generator's images labelled correctly
+    (for `real` rows, the recall of the real class); unparsable votes count as wrong."""
+    out: dict[str, dict[str, Any]] = {}
+    scored = [o for o in outcomes if o.status != "error"]
+    for generator in sorted({o.group["generator"] for o in scored}):
+        subset = [o for o in scored if o.group["generator"] == generator]
+        rows = [[int(o.status == "correct"), 1] for o in subset]
+        _, counts = counts_by_cluster([o.cluster for o in subset], rows)
+        e = cluster_bootstrap(
+            counts, lambda s: {"recall": safe_ratio(s[..., 0], s[..., 1])}, n_resamples, seed
+        )["recall"]
+        out[generator] = {"recall": e.value, "n": len(subset), "ci": [e.low, e.high]}
+    return out
+
+
+def _num(value: Any) -> Any:
+    """JSON-safe number: NaN -> None, numpy scalars -> Python."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def performance(row: pd.Series, generators: dict, n_resamples: int, seed: int) -> dict:
+    """The source's performance_<ts>.json for one summary row (plus intervals, generators)."""
+    n = int(row["n_responses"])
+    metrics: dict[str, Any] = {
+        "total_examples": int(row["n"]),
+        "correct_predictions": _num(row.get("correct")),
+        "accuracy": _num(row["accuracy"]),
+        "macro_f1": _num(row["macro_f1"]),
+        "class_metrics": {
+            label: {k: _num(row[f"{k}_{suffix}"]) for k in ("precision", "recall", "f1")}
+            for label, suffix in ((REAL, "real"), (AI, "ai"))
+        },
+        "confusion_matrix": {k: _num(row.get(k)) for k in ("TP", "TN", "FP", "FN")},
+    }
+    if n > 1:
+        total = int(row["n"]) * n
+        accuracy = _num(row["individual_accuracy"])
+        correct = round(accuracy * total) if accuracy is not None else None
+        metrics["individual_responses"] = {"total": total, "correct": correct, "accuracy": accuracy}
+    metrics["per_generator_recall"] = {
+        g: {"recall": _num(v["recall"]), "n": v["n"], "ci": [_num(x) for x in v["ci"]]}
+        for g, v in generators.items()
+    }
+    metrics["confidence_intervals"] = {
+        m: [_num(row[f"{m}_lo"]), _num(row[f"{m}_hi"])]
+        for m in METRICS
+        if f"{m}_lo" in row and (n > 1 or m != "individual_accuracy")
+    }
+    metrics["bootstrap"] = {"resamples": n_resamples, "level": LEVEL, "seed": seed}
+    metrics["errors"] = int(row["n_error"])
+    return {
+        "model": row["model"],
+        "dataset": row["dataset"],
+        "phrase": row["phrase"],
+        "mode": row["mode"] or None,
+        "n_responses": n,
+        "metrics": metrics,
+    }
+
+
+def reasoning_entry(o: Outcome) -> dict[str, Any]:
+    """One image's entry of reasoning_<ts>.json, in the source's keys (plus generator, error)."""
+    label = o.scores["y_true"]
+    prediction = (o.prediction or {}).get("aggregated_prediction")
+    entry = {
+        "image": o.extra.get("image"),
+        "generator": o.group["generator"],
+        "question": o.extra.get("question"),
+        "full_prompt": o.extra.get("full_prompt"),
+        "ground_truth": label,
+        "responses": list(o.extra.get("responses", [])),
+        "aggregated_prediction": prediction,
+        "aggregated_score": int(prediction == label),
+        "vote_distribution": (o.prediction or {}).get("vote_distribution", {}),
+    }
+    if o.status == "error":
+        entry["error"] = o.error
+    return entry
+
+
+def log_text(key: tuple, group: list[Outcome], perf: dict, files: list[Path]) -> str:
+    """evaluation_<ts>.log: what ran, what came back, the metrics, where they went."""
+    model, dataset, phrase, mode, n = key
+    m = perf["metrics"]
+    statuses = Counter(o.status for o in group)
+    sent = sum(int(o.extra.get("backend_calls", 0)) for o in group)
+    cached = sum(int(o.extra.get("cache_hits", 0)) for o in group)
+    lines = [
+        f"dataset={dataset} model={model} phrase={phrase} mode={mode or '-'} n={n}",
+        f"stage 1 temperature={0.0 if n == 1 else 1.0}, stage 2 temperature=0.0",
+        f"examples: {len(group)}; statuses: {dict(sorted(statuses.items()))}",
+        f"model calls: {sent} sent, {cached} served from cache",
+        f"accuracy={m['accuracy']} macro_f1={m['macro_f1']} confusion={m['confusion_matrix']}",
+    ]
+    if "individual_responses" in m:
+        lines.append(f"individual responses: {m['individual_responses']}")
+    lines += [f"error {o.case_id}: {o.error}" for o in group if o.status == "error"]
+    lines += [f"wrote {p}" for p in files]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
+) -> list[Path]:
+    """Per combination, the source's reasoning/performance/log files in its folder hierarchy;
+    in the run folder, generator_recall.csv, report.md and the plots."""
+    ts = settings.run_id
+    written: list[Path] = []
+    recall_rows = []
+    summary_rows = {tuple(r[c] for c in COMBINATION): r for _, r in summary.iterrows()}
+    for key, group in combinations(outcomes):
+        model, dataset, phrase, mode, n = key
+        folder = result_dir(settings.results_dir, dataset, model, phrase, mode, int(n))
+        generators = generator_recall(group, settings.bootstrap, settings.seed)
+        perf = performance(summary_rows[key], generators, settings.bootstrap, settings.seed)
+        group.sort(key=lambda o: int(o.extra.get("row", 0)))
+        files = [folder / f"reasoning_{ts}.json", folder / f"performance_{ts}.json"]
+        _write_json(files[0], [reasoning_entry(o) for o in group])
+        _write_json(files[1], perf)
+        log = folder / f"evaluation_{ts}.log"
+        atomic_write_text(log, log_text(key, group, perf, files))
+        written += [*files, log]
+        recall_rows += [
+            dict(zip(COMBINATION, key, strict=True))
+            | {
+                "generator": g,
+                "recall": v["recall"],
+                "recall_lo": v["ci"][0],
+                "recall_hi": v["ci"][1],
+                "n": v["n"],
+            }
+            for g, v in generators.items()
+        ]
+    recall = pd.DataFrame(recall_rows)
+    written.append(write_csv(recall, out_dir / "generator_recall.csv"))
+    written.append(write_report(summary, recall, out_dir / "report.md"))
+    return written
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def write_report(summary: pd.DataFrame, recall: pd.DataFrame, path: Path) -> Path:
+    """report.md: the headline table and per-generator recall, with 95% intervals."""
+    head = headline(summary)
+    metrics = [c for c in head.columns if f"{c}_lo" in head.columns]
+    parts = [
+        "# PGT: real vs AI-generated image detection",
+        "",
+        "Majority vote over n responses (ties -> real); positive class ai-generated; "
+        "95% bootstrap intervals over images.",
+        "",
+        markdown_table(with_intervals(head, metrics)),
+    ]
+    if not recall.empty:
+        parts += [
+            "",
+            "## Recall per generator",
+            "",
+            markdown_table(with_intervals(recall, ["recall"])),
+        ]
+    atomic_write_text(path, "\n".join(parts) + "\n")
+    return path

@@ -1,0 +1,376 @@
+"""The PGT evaluation: is an image real or AI-generated, with a phrase in one of five modes.
+
+Cases are image x phrase x mode x n (baseline has no mode); the model is added by the pytest
+parametrization. One case is two stages, two awaits, so the engine batches each stage across
+cases: stage 1 asks the question (with the phrase) and samples n reasonings in one request
+(temperature 0 for n=1, 1.0 for n>1); stage 2 continues each reasoning after
+"Final Answer (real/ai-generated):" at temperature 0; the extracted labels are majority-voted
+(ties go to `real`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from PIL import Image, ImageDraw
+
+from support.engine import ModelClient
+from support.evaluation import Evaluation
+from support.memo import OnceCache
+from support.pgt.answers import LABELS, extract_prediction, majority_vote
+from support.pgt.dataset import PgtDataset, load_csv, resolve_csv
+from support.pgt.layout import result_dir
+from support.pgt.phrases import BASELINE, MODES, PHRASES, QUESTION, Prompt, build_prompt
+from support.settings import RunSettings
+from support.synthetic.pgt_images import ensure_pgt_sample
+from support.types import Case, Outcome, Part, Request, Response, Usage
+
+FINAL_ANSWER_CUE = "\n\nFinal Answer (real/ai-generated):"  # stage 2 continues after it
+STAGE1_MAX_TOKENS = 512  # reasoning
+STAGE2_MAX_TOKENS = 16  # the label
+DEBUG_EXAMPLES = 5  # --pgt-debug, as the source's --debug
+SYNTHETIC = "synthetic"
+
+
+@dataclass(frozen=True)
+class LabelSpace:
+    """`chance`'s stage-2 answers: a uniform label."""
+
+    def sample(self, rng: np.random.Generator) -> str:
+        return " " + LABELS[int(rng.integers(2))]
+
+
+@dataclass(frozen=True)
+class ReasoningSpace:
+    """`chance`'s stage-1 answers: a short reasoning that ends on a uniform label."""
+
+    def sample(self, rng: np.random.Generator) -> str:
+        return f" The textures and lighting suggest the image is {LABELS[int(rng.integers(2))]}."
+
+
+def oracle_reasoning(label: str) -> str:
+    """What a perfect model reasons: ends on the right label (the `oracle`'s stage-1 target)."""
+    return f" The textures, lighting and details show that this image is {label}."
+
+
+def linspace_subset(n_items: int, n: int | None) -> list[int]:
+    """`n` evenly spaced positions (np.linspace, as the pointing evaluation); all when None."""
+    if n is None or n >= n_items:
+        return list(range(n_items))
+    return list(dict.fromkeys(np.linspace(0, n_items - 1, n, dtype=int).tolist()))
+
+
+def full_prompt_text(request: Request) -> str:
+    """A readable transcript of a request for backends that render no prompt (APIs)."""
+    lines = [f"[system] {request.system}"] if request.system else []
+    user = " ".join("<image>" if p.is_image else (p.text or "") for p in request.parts)
+    lines.append(f"[user] {user}")
+    lines.append(f"[assistant] {request.prefill or ''}")
+    return "\n".join(lines)
+
+
+def transcript(responses: list[dict]) -> str:
+    """The n reasonings and answers as one readable text (the raw answer in reports)."""
+    return "\n\n".join(
+        f"[{i}] {r['reasoning_response'].strip()}\n    -> {r['clean_answer_response'].strip()!r}"
+        for i, r in enumerate(responses, 1)
+    )
+
+
+class PgtEvaluation(Evaluation):
+    """Worker side: data, cases, the two stages, scoring. Controller side: support.pgt.summary."""
+
+    name: ClassVar[str] = "pgt"
+    quick_samples: ClassVar[int] = 6
+
+    def __init__(
+        self,
+        dataset: PgtDataset,
+        phrases: dict[str, str],
+        modes: tuple[str, ...],
+        ns: tuple[int, ...],
+        positions: list[int],
+        settings: RunSettings,
+    ) -> None:
+        self.dataset = dataset
+        self.phrases = phrases
+        self.modes = modes
+        self.ns = ns
+        self.examples = [dataset.examples[i] for i in positions]
+        self.by_row = {e.row: e for e in self.examples}
+        quick = linspace_subset(len(self.examples), self.quick_samples)
+        self.quick_rows = {self.examples[i].row for i in quick}
+        self.settings = settings
+        self._images: OnceCache[int, Part] = OnceCache(512)
+        self._kept: dict[Path, list[tuple[Path, set[str]]]] = {}
+        self._kept_lock = threading.Lock()
+
+    # ---- loading and cases -------------------------------------------------------------------
+    @classmethod
+    def load(cls, settings: RunSettings) -> PgtEvaluation:
+        data = settings.data
+        choice = data.get("pgt_dataset")
+        if choice:
+            name, csv = resolve_csv(choice, data.get("pgt_root"))
+        else:
+            name, csv = SYNTHETIC, ensure_pgt_sample(settings.cache_dir)
+        dataset = load_csv(csv, name)
+        phrases = json.loads(data["pgt_phrases"]) if data.get("pgt_phrases") else dict(PHRASES)
+        modes = tuple(data["pgt_modes"].split(",")) if data.get("pgt_modes") else MODES
+        ns = tuple(int(n) for n in data["pgt_n"].split(",")) if data.get("pgt_n") else (1,)
+        if data.get("pgt_debug"):
+            positions = list(range(min(DEBUG_EXAMPLES, len(dataset.examples))))
+        else:
+            positions = linspace_subset(len(dataset.examples), settings.samples)
+        return cls(dataset, phrases, modes, ns, positions, settings)
+
+    def methods(self) -> list[tuple[str, str | None]]:
+        """(phrase, mode) pairs: baseline ignores the mode (one method, mode None)."""
+        out: list[tuple[str, str | None]] = []
+        for phrase in self.phrases:
+            if phrase == BASELINE:
+                out.append((phrase, None))
+            else:
+                out.extend((phrase, mode) for mode in self.modes)
+        return out
+
+    def cases(self) -> list[Case]:
+        out = []
+        for ex in self.examples:
+            for phrase, mode in self.methods():
+                for n in self.ns:
+                    method = phrase if mode is None else f"{phrase}-{mode}"
+                    params = {
+                        "row": ex.row,
+                        "phrase": phrase,
+                        "mode": mode,
+                        "n": n,
+                        "label": ex.label,
+                        "generator": ex.generator,
+                    }
+                    out.append(Case(f"{ex.id}-{method}-n{n}", self.name, params))
+        return out
+
+    def is_quick(self, case: Case) -> bool:
+        return case.params["row"] in self.quick_rows
+
+    def locality(self, case: Case) -> str:
+        return f"r{case.params['row']}"
+
+    # ---- results the source keeps ------------------------------------------------------------
+    def combination_dir(self, case: Case, model: str) -> Path:
+        p = case.params
+        return result_dir(
+            self.settings.results_dir, self.dataset.name, model, p["phrase"], p["mode"], p["n"]
+        )
+
+    def skip_reasons(self, selected: list[tuple[Case, str]]) -> list[str | None]:
+        """A combination whose selected images all appear in an existing reasoning file is kept
+        (the source skips existing results) unless --override."""
+        if self.settings.override:
+            return [None] * len(selected)
+        wanted: dict[Path, set[str]] = defaultdict(set)
+        for case, model in selected:
+            wanted[self.combination_dir(case, model)].add(
+                str(self.by_row[case.params["row"]].image)
+            )
+        reasons: dict[Path, str | None] = {}
+        for folder, images in wanted.items():
+            reasons[folder] = None
+            for path, done in self._existing(folder):
+                if images <= done:
+                    reasons[folder] = f"results exist: {path} (pass --override to re-run)"
+                    break
+        return [reasons[self.combination_dir(c, m)] for c, m in selected]
+
+    def _existing(self, folder: Path) -> list[tuple[Path, set[str]]]:
+        with self._kept_lock:
+            if folder not in self._kept:
+                found = []
+                for path in sorted(folder.glob("reasoning_*.json")) if folder.is_dir() else []:
+                    try:
+                        entries = json.loads(path.read_text(encoding="utf-8"))
+                        done = {str(e["image"]) for e in entries if not e.get("error")}
+                        found.append((path, done))
+                    except (OSError, ValueError, TypeError, KeyError):
+                        continue  # unreadable: not a kept result
+                self._kept[folder] = found
+            return self._kept[folder]
+
+    # ---- requests ----------------------------------------------------------------------------
+    def image(self, row: int) -> Part:
+        """The image file's bytes as they are: re-encoding would change what is being judged."""
+        return self._images.get(row, lambda r: Part.of_image(self.by_row[r].image.read_bytes()))
+
+    def prompt(self, case: Case) -> Prompt:
+        return build_prompt(self.phrases[case.params["phrase"]], case.params["mode"] or "prefill")
+
+    def stage1_request(self, case: Case) -> Request:
+        n, label = case.params["n"], case.params["label"]
+        prompt = self.prompt(case)
+        return Request(
+            parts=(self.image(case.params["row"]), Part.of_text(prompt.user_text)),
+            system=prompt.system,
+            prefill=prompt.prefill,
+            temperature=0.0 if n == 1 else 1.0,
+            max_tokens=STAGE1_MAX_TOKENS,
+            n=n,
+            seed=self.settings.seed if n > 1 else None,
+            target=oracle_reasoning(label),
+            answer_space=ReasoningSpace(),
+        )
+
+    @staticmethod
+    def stage2_request(stage1: Request, reasoning: str, label: str) -> Request:
+        """Continue the stage-1 prompt and this reasoning with the final-answer cue."""
+        return Request(
+            parts=stage1.parts,
+            system=stage1.system,
+            prefill=(stage1.prefill or "") + reasoning + FINAL_ANSWER_CUE,
+            temperature=0.0,
+            max_tokens=STAGE2_MAX_TOKENS,
+            target=" " + label,
+            answer_space=LabelSpace(),
+        )
+
+    # ---- evaluation --------------------------------------------------------------------------
+    async def evaluate(self, case: Case, client: ModelClient) -> Outcome:
+        label = case.params["label"]
+        stage1 = await asyncio.to_thread(self.stage1_request, case)  # file read off the loop
+        first = await client.generate(stage1)
+        reasonings = list(first.texts)
+        stage2 = [self.stage2_request(stage1, r, label) for r in reasonings]
+        answers = await asyncio.gather(*(client.generate(r) for r in stage2))
+        return self.score(case, client.name, stage1, first, list(answers))
+
+    def score(
+        self, case: Case, model: str, stage1: Request, first: Response, answers: list[Response]
+    ) -> Outcome:
+        label = case.params["label"]
+        responses = []
+        for reasoning, answer in zip(first.texts, answers, strict=True):
+            predicted = extract_prediction(answer.text)
+            responses.append(
+                {
+                    "reasoning_response": reasoning,
+                    "clean_answer_response": answer.text,
+                    "extracted_prediction": predicted,
+                    "score": int(predicted == label),
+                }
+            )
+        vote = majority_vote([r["extracted_prediction"] for r in responses])
+        if vote.prediction is None:
+            status = "unparsable"
+        else:
+            status = "correct" if vote.prediction == label else "wrong"
+        calls = [first, *answers]
+        usage = sum((r.usage for r in calls), Usage())
+        return Outcome(
+            case_id=f"{case.id}-{model}",
+            evaluation=self.name,
+            model=model,
+            status=status,
+            group=self.group(case),
+            cluster=f"r{case.params['row']:05d}",
+            scores={
+                "y_true": label,
+                "y_pred": vote.prediction,
+                "individual_correct": sum(r["score"] for r in responses),
+                "individual_total": len(responses),
+            },
+            prediction={
+                "aggregated_prediction": vote.prediction,
+                "vote_distribution": vote.distribution,
+            },
+            target={"label": label, "generator": case.params["generator"]},
+            raw=transcript(responses),
+            prompt_hash=stage1.digest(),
+            latency_s=first.latency_s + max((a.latency_s for a in answers), default=0.0),
+            cached=all(r.cached for r in calls),
+            usage=usage,
+            extra={
+                "row": case.params["row"],
+                "image": str(self.by_row[case.params["row"]].image),
+                "question": QUESTION,
+                "full_prompt": first.prompt or full_prompt_text(stage1),
+                "responses": responses,
+                "backend_calls": sum(not r.cached for r in calls),
+                "cache_hits": sum(r.cached for r in calls),
+            },
+        )
+
+    def group(self, case: Case) -> dict[str, str]:
+        p = case.params
+        return {
+            "dataset": self.dataset.name,
+            "phrase": p["phrase"],
+            "mode": p["mode"] or "",
+            "n": str(p["n"]),
+            "generator": p["generator"],
+        }
+
+    def error_outcome(self, case: Case, model: str, message: str) -> Outcome:
+        return Outcome(
+            case_id=f"{case.id}-{model}",
+            evaluation=self.name,
+            model=model,
+            status="error",
+            group=self.group(case),
+            cluster=f"r{case.params['row']:05d}",
+            scores={"y_true": case.params["label"], "y_pred": None},
+            target={"label": case.params["label"], "generator": case.params["generator"]},
+            error=message,
+            extra={
+                "row": case.params["row"],
+                "image": str(self.by_row[case.params["row"]].image),
+                "backend_calls": 0,
+                "cache_hits": 0,
+            },
+        )
+
+    def render(self, case: Case, outcome: Outcome) -> bytes | None:
+        """The image with the truth and the vote written under it."""
+        with Image.open(io.BytesIO(self.image(case.params["row"]).image or b"")) as im:
+            picture = im.convert("RGB")
+        picture.thumbnail((320, 320))
+        votes = (outcome.prediction or {}).get("vote_distribution", {})
+        predicted = (outcome.prediction or {}).get("aggregated_prediction")
+        canvas = Image.new("RGB", (picture.width, picture.height + 34), "white")
+        canvas.paste(picture, (0, 0))
+        draw = ImageDraw.Draw(canvas)
+        color = (0, 128, 0) if outcome.status == "correct" else (200, 0, 0)
+        draw.text((4, picture.height + 3), f"truth: {case.params['label']}", fill="black")
+        draw.text((4, picture.height + 18), f"vote: {predicted} {votes}", fill=color)
+        buf = io.BytesIO()
+        canvas.save(buf, format="JPEG", quality=85)
+        return buf.getvalue()
+
+    # ---- controller side ---------------------------------------------------------------------
+    @classmethod
+    def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
+        from support.pgt.summary import summarize
+
+        return summarize(outcomes, n_resamples=settings.bootstrap, seed=settings.seed)
+
+    @classmethod
+    def write_outputs(
+        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
+    ) -> list[Path]:
+        from support.pgt.summary import write_outputs
+
+        return write_outputs(outcomes, summary, out_dir, settings)
+
+    @classmethod
+    def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
+        from support.pgt.summary import headline
+
+        return headline(summary)
