@@ -1,0 +1,179 @@
+"""The PGT suite end to end (pytester subprocess runs): oracle accuracy, the source's output tree
+and JSON keys, metrics against scikit-learn, kept results and --override, bad datasets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from support.pgt.phrases import MODES
+
+REPO = Path(__file__).resolve().parents[1]
+PGT = str(REPO / "evals" / "pgt")
+# the keys of the source's example files
+PERFORMANCE_KEYS = {"model", "dataset", "phrase", "mode", "n_responses", "metrics"}
+METRIC_KEYS = {
+    "total_examples", "correct_predictions", "accuracy", "macro_f1", "class_metrics",
+    "confusion_matrix",
+}  # fmt: skip
+ENTRY_KEYS = {
+    "image", "question", "full_prompt", "ground_truth", "responses", "aggregated_prediction",
+    "aggregated_score", "vote_distribution",
+}  # fmt: skip
+RESPONSE_KEYS = {"reasoning_response", "clean_answer_response", "extracted_prediction", "score"}
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    from support.synthetic.pgt_images import build_pgt_sample
+
+    return build_pgt_sample(tmp_path_factory.mktemp("pgt"))
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester, sample: Path, tmp_path: Path):
+    """run(*args, run_id=...) -> (RunResult, results root)."""
+
+    def _run(*args: str, run_id: str = "r1", dataset: str | None = None):
+        results = tmp_path / "results"
+        argv = [
+            PGT,
+            f"--rootdir={REPO}",
+            f"--pgt-dataset={dataset or sample}",
+            f"--cache-dir={tmp_path / 'cache'}",
+            f"--results-dir={results}",
+            f"--run-id={run_id}",
+            "--bootstrap=200",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            *args,
+        ]
+        return pytester.runpytest_subprocess(*argv, timeout=300), results
+
+    return _run
+
+
+def read(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def expected_dirs(root: Path, model: str, n: int) -> list[Path]:
+    base = root / "pgt" / "synthetic_sample" / model
+    dirs = [base / "baseline"] + [base / p / m for p in ("cot", "s2") for m in MODES]
+    return [d / f"n={n}" if n > 1 else d for d in dirs]
+
+
+def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run):
+    result, root = run("--model=oracle,chance", "--pgt-n=1,5")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    summary = pd.read_csv(root / "pgt" / "r1" / "summary.csv")
+    assert len(summary) == 2 * 11 * 2  # models x (baseline + 2 phrases x 5 modes) x n
+    oracle = summary[summary["model"] == "oracle"]
+    assert (oracle["n"] == 48).all() and (oracle["n_error"] == 0).all()
+    for metric in ("accuracy", "macro_f1", "recall_ai", "recall_real", "f1_ai", "f1_real"):
+        assert (oracle[metric] == 1.0).all(), metric
+    assert (oracle.loc[oracle["n_responses"] == 5, "individual_accuracy"] == 1.0).all()
+    chance = summary[summary["model"] == "chance"]
+    assert chance["accuracy"].between(0.2, 0.8).all()
+    assert chance["accuracy"].nunique() > 1  # seeded draws, different per request
+
+    for n in (1, 5):
+        for folder in expected_dirs(root, "oracle", n):
+            names = sorted(p.name for p in folder.iterdir() if p.is_file())
+            assert names == ["evaluation_r1.log", "performance_r1.json", "reasoning_r1.json"]
+            perf = read(folder / "performance_r1.json")
+            assert set(perf) == PERFORMANCE_KEYS
+            assert perf["n_responses"] == n and perf["dataset"] == "synthetic_sample"
+            assert (perf["mode"] is None) == (perf["phrase"] == "baseline")
+            m = perf["metrics"]
+            assert set(m) >= METRIC_KEYS
+            assert ("individual_responses" in m) == (n > 1)
+            if n > 1:
+                assert m["individual_responses"] == {"total": 240, "correct": 240, "accuracy": 1.0}
+            assert set(m["class_metrics"]) == {"real", "ai-generated"}
+            assert set(m["class_metrics"]["real"]) == {"precision", "recall", "f1"}
+            assert m["confusion_matrix"] == {"TP": 24, "TN": 24, "FP": 0, "FN": 0}
+            assert m["accuracy"] == 1.0 and m["correct_predictions"] == 48
+            assert len(m["per_generator_recall"]) == 5
+            entries = read(folder / "reasoning_r1.json")
+            assert len(entries) == 48
+            for e in entries:
+                assert set(e) >= ENTRY_KEYS
+                assert len(e["responses"]) == n
+                assert all(set(r) == RESPONSE_KEYS for r in e["responses"])
+                assert e["vote_distribution"] == {e["ground_truth"]: n}
+                assert e["aggregated_score"] == 1
+    # a mode never leaks into baseline, and n=1 has no n folder
+    assert not (root / "pgt/synthetic_sample/oracle/baseline/prefill").exists()
+    assert not (root / "pgt/synthetic_sample/oracle/cot/prefill/n=1").exists()
+
+
+def test_metrics_agree_with_scikit_learn(run):
+    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_score
+
+    result, root = run("--model=chance", "--pgt-phrase=cot", "--pgt-mode=prompt", "--pgt-n=3")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    folder = root / "pgt/synthetic_sample/chance/cot/prompt/n=3"
+    m = read(folder / "performance_r1.json")["metrics"]
+    entries = read(folder / "reasoning_r1.json")
+    y_true = [e["ground_truth"] for e in entries]
+    y_pred = [e["aggregated_prediction"] for e in entries]
+    assert None not in y_pred
+    assert m["accuracy"] == pytest.approx(accuracy_score(y_true, y_pred))
+    assert m["macro_f1"] == pytest.approx(f1_score(y_true, y_pred, average="macro"))
+    for label in ("real", "ai-generated"):
+        p = precision_score(y_true, y_pred, pos_label=label)
+        assert m["class_metrics"][label]["precision"] == pytest.approx(p)
+    tn, fp, fn, tp = confusion_matrix(y_true, y_pred, labels=["real", "ai-generated"]).ravel()
+    assert m["confusion_matrix"] == {"TP": tp, "TN": tn, "FP": fp, "FN": fn}
+    scores = [r["score"] for e in entries for r in e["responses"]]
+    assert m["individual_responses"]["accuracy"] == pytest.approx(sum(scores) / len(scores))
+    frame = pd.DataFrame(
+        {"g": [e["generator"] for e in entries], "ok": [e["aggregated_score"] for e in entries]}
+    )
+    for generator, recall in frame.groupby("g")["ok"].mean().items():
+        got = m["per_generator_recall"][generator]
+        assert got["recall"] == pytest.approx(recall)
+        assert got["ci"][0] <= got["recall"] <= got["ci"][1]
+    lo, hi = m["confidence_intervals"]["macro_f1"]
+    assert lo <= m["macro_f1"] <= hi and hi - lo > 0
+
+
+def test_existing_results_are_kept_unless_override(run):
+    args = ("--model=oracle", "--pgt-phrase=cot", "--pgt-mode=prefill")
+    folder_of = lambda root: root / "pgt/synthetic_sample/oracle/cot/prefill"  # noqa: E731
+    first, root = run(*args, "-m", "quick", run_id="a")
+    assert first.ret == 0
+    first.assert_outcomes(passed=6)
+    again, _ = run(*args, "-m", "quick", run_id="b")
+    again.assert_outcomes(skipped=6)
+    assert "results exist:" in again.stdout.str() and "--override" in again.stdout.str()
+    assert not list(folder_of(root).glob("*_b.*"))
+    wider, _ = run(*args, run_id="c")  # more images than the kept result holds: runs
+    wider.assert_outcomes(passed=48)
+    forced, _ = run(*args, "--override", run_id="d")
+    forced.assert_outcomes(passed=48)
+    assert sorted(p.name for p in folder_of(root).glob("performance_*.json")) == [
+        "performance_a.json", "performance_c.json", "performance_d.json",
+    ]  # fmt: skip
+
+
+def test_a_malformed_dataset_stops_the_run_with_the_row_and_column(run, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("image_path,label\nnowhere.png,real\n")
+    result, _ = run("--model=oracle", dataset=str(bad))
+    assert result.ret != 0
+    out = result.stdout.str() + result.stderr.str()
+    assert f"{bad}, row 0 (line 2), column 'image_path': image not found" in out
+
+
+def test_unknown_options_are_usage_errors(run):
+    result, _ = run("--pgt-mode=prefil")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "known modes" in result.stderr.str()
+    result, _ = run("--pgt-n=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
