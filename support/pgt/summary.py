@@ -115,9 +115,10 @@ def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -
             rows.append(row | {m: np.nan for m in METRICS})
             continue
         _, counts = counts_by_cluster([o.cluster for o in scored], [case_counts(o) for o in scored])
-        total = counts.sum(axis=0)
-        row |= {"TP": total[0], "FP": total[1], "FN": total[2], "TN": total[3]}
+        total = counts.sum(axis=0).astype(int)
+        row |= dict(zip(("TP", "FP", "FN", "TN"), total[:4].tolist(), strict=True))
         row["correct"] = int(total[0] + total[3])
+        row |= {"individual_correct": int(total[4]), "individual_total": int(total[5])}
         estimates = cluster_bootstrap(counts, reduce_counts, n_resamples, seed, LEVEL)
         for m in METRICS:
             e = estimates[m]
@@ -126,6 +127,7 @@ def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -
     rows.sort(key=lambda r: (r["model"], r["dataset"], r["phrase"] != "baseline", r["phrase"],
                              _mode_rank(r["mode"]), r["n_responses"]))  # fmt: skip
     columns = [*COMBINATION, "n", "n_error", "correct", "TP", "TN", "FP", "FN"]
+    columns += ["individual_correct", "individual_total"]
     for m in METRICS:
         columns += [m, f"{m}_lo", f"{m}_hi"]
     return pd.DataFrame(rows, columns=columns)
@@ -166,25 +168,32 @@ def _num(value: Any) -> Any:
     return value
 
 
+def _count(value: Any) -> int | None:
+    """A count read back from the summary table (where NaN turns int columns to float)."""
+    value = _num(value)
+    return None if value is None else int(value)
+
+
 def performance(row: pd.Series, generators: dict, n_resamples: int, seed: int) -> dict:
     """The source's performance_<ts>.json for one summary row (plus intervals, generators)."""
     n = int(row["n_responses"])
     metrics: dict[str, Any] = {
         "total_examples": int(row["n"]),
-        "correct_predictions": _num(row.get("correct")),
+        "correct_predictions": _count(row.get("correct")),
         "accuracy": _num(row["accuracy"]),
         "macro_f1": _num(row["macro_f1"]),
         "class_metrics": {
             label: {k: _num(row[f"{k}_{suffix}"]) for k in ("precision", "recall", "f1")}
             for label, suffix in ((REAL, "real"), (AI, "ai"))
         },
-        "confusion_matrix": {k: _num(row.get(k)) for k in ("TP", "TN", "FP", "FN")},
+        "confusion_matrix": {k: _count(row.get(k)) for k in ("TP", "TN", "FP", "FN")},
     }
     if n > 1:
-        total = int(row["n"]) * n
-        accuracy = _num(row["individual_accuracy"])
-        correct = round(accuracy * total) if accuracy is not None else None
-        metrics["individual_responses"] = {"total": total, "correct": correct, "accuracy": accuracy}
+        metrics["individual_responses"] = {
+            "total": _count(row.get("individual_total")),
+            "correct": _count(row.get("individual_correct")),
+            "accuracy": _num(row["individual_accuracy"]),
+        }
     metrics["per_generator_recall"] = {
         g: {"recall": _num(v["recall"]), "n": v["n"], "ci": [_num(x) for x in v["ci"]]}
         for g, v in generators.items()
