@@ -8,7 +8,6 @@ import random
 import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import matplotlib
@@ -217,6 +216,23 @@ def test_malformed_performance_names_file_and_key(tmp_path, edit, key):
         load_performance(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["metrics"].update(macro_f1="high"), "'metrics.macro_f1' must be a number"),
+        (lambda d: d.update(n_responses=0), "'n_responses' must be an integer >= 1"),
+        (lambda d: d["metrics"].update(total_examples=None), "'metrics.total_examples' must be"),
+        (lambda d: d["metrics"]["confidence_intervals"].update(macro_f1=[0.1]), "[lo, hi]"),
+    ],
+)
+def test_wrong_values_name_file_and_key(tmp_path, edit, message):
+    doc = performance("d3", "qwen25-vl-7b", "cot", "prefill")
+    edit(doc)
+    bad = write(tmp_path / "d3" / "performance_x.json", doc)
+    with pytest.raises(ResultsFormatError, match=re.escape(f"{bad}: ") + ".*" + re.escape(message)):
+        load_performance(tmp_path)
+
+
 def test_invalid_json_names_the_file(tmp_path):
     bad = tmp_path / "d3" / "m" / "cot" / "prefill" / "performance_x.json"
     bad.parent.mkdir(parents=True)
@@ -416,6 +432,13 @@ def test_cli_main_writes_and_prints_the_paths(tree, tmp_path, capsys):
     assert all(Path(p).exists() for p in printed)
 
 
+def test_cli_on_an_empty_root_writes_nothing_and_says_why(tmp_path, caplog):
+    assert main([str(tmp_path)]) == 1
+    reasons = [r.getMessage() for r in caplog.records]
+    assert len(reasons) == 4 and all("skipped" in r for r in reasons)
+    assert not (tmp_path / "figures").exists()
+
+
 def test_cli_reports_a_malformed_file(tmp_path, capsys):
     doc = performance("d3", "qwen25-vl-7b", "cot", "prefill")
     del doc["metrics"]["accuracy"]
@@ -470,10 +493,7 @@ def test_names_fall_back_to_the_raw_name():
     assert styles["mine"]["facecolor"] == styles["mine/x"]["facecolor"] == ps.FALLBACK_COLORS[0]
 
 
-def test_no_figure_left_open(tree, tmp_path):
+def test_no_figure_left_open(made):
     import matplotlib.pyplot as plt
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ps.PlotSkipped)
-        make_all(tree[0], tmp_path)
-    assert plt.get_fignums() == []
+    assert made and plt.get_fignums() == []  # figures are plain Figures, never pyplot's

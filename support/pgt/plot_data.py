@@ -98,25 +98,30 @@ def performance_row(path: Path) -> dict:
     def get(key: str) -> object:
         return _get(doc, key, path)
 
-    n = get("n_responses")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ResultsFormatError(f"{path}: 'n_responses' must be a positive integer, got {n!r}")
+    def number(key: str) -> float:
+        return _number(_get(doc, key, path), key, path)
+
+    n = _count(get("n_responses"), "n_responses", path, minimum=1)
     phrase, mode = str(get("phrase")), get("mode")
+    mode = None if mode is None else str(mode)
     row = {
         "dataset": str(get("dataset")),
         "model": str(get("model")),
         "phrase": phrase,
-        "mode": None if mode is None else str(mode),
+        "mode": mode,
         "n": n,
         "method": method_key(phrase, mode, n),
         "run": Path(path).stem.removeprefix(PERFORMANCE_PREFIX),
-        "total_examples": int(_number(get("metrics.total_examples"), "total_examples", path)),
+        "total_examples": _count(get("metrics.total_examples"), "metrics.total_examples", path),
         "path": Path(path),
     }
     intervals = doc["metrics"].get("confidence_intervals") or {}
+    if not isinstance(intervals, dict):
+        raise ResultsFormatError(f"{path}: 'metrics.confidence_intervals' must be an object")
     for metric in ("accuracy", "macro_f1"):
-        row[metric] = _number(get(f"metrics.{metric}"), metric, path)
-        row[f"{metric}_lo"], row[f"{metric}_hi"] = _interval(intervals.get(metric), metric, path)
+        row[metric] = number(f"metrics.{metric}")
+        key = f"metrics.confidence_intervals.{metric}"
+        row[f"{metric}_lo"], row[f"{metric}_hi"] = _interval(intervals.get(metric), key, path)
     row["per_generator_recall"] = _recalls(doc["metrics"].get("per_generator_recall") or {}, path)
     return row
 
@@ -129,17 +134,13 @@ def none_for_missing(column: pd.Series) -> pd.Series:
 def sort_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Rows in display order: datasets and models as in the name maps (others after, by name),
     methods by method_rank, then runs oldest first."""
-    keys = pd.DataFrame(
-        {
-            "d": [_rank(d, DATASET_NAMES) for d in df["dataset"]],
-            "m": [_rank(m, MODEL_NAMES) for m in df["model"]],
-            "k": [method_rank(*t) for t in zip(df["phrase"], df["mode"], df["n"], strict=True)],
-            "r": df["run"],
-        },
-        index=df.index,
-    )
-    order = sorted(df.index, key=lambda i: tuple(keys.loc[i]))
-    return df.loc[order]
+    keys = [
+        (_rank(d, DATASET_NAMES), _rank(m, MODEL_NAMES), method_rank(p, mode, n), run)
+        for d, m, p, mode, n, run in zip(
+            df["dataset"], df["model"], df["phrase"], df["mode"], df["n"], df["run"], strict=True
+        )
+    ]
+    return df.iloc[sorted(range(len(df)), key=keys.__getitem__)]
 
 
 def latest_runs(df: pd.DataFrame) -> pd.DataFrame:
@@ -212,11 +213,17 @@ def _number(value: object, key: str, path: Path) -> float:
     return float(value)
 
 
+def _count(value: object, key: str, path: Path, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ResultsFormatError(f"{path}: '{key}' must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
 def _interval(value: object, key: str, path: Path) -> tuple[float, float]:
     if value is None:
         return math.nan, math.nan
     if not isinstance(value, list | tuple) or len(value) != 2:
-        raise ResultsFormatError(f"{path}: 'confidence_intervals.{key}' must be [lo, hi]")
+        raise ResultsFormatError(f"{path}: '{key}' must be [lo, hi] or null")
     return _number(value[0], key, path), _number(value[1], key, path)
 
 
@@ -230,7 +237,7 @@ def _recalls(table: object, path: Path) -> dict[str, dict]:
             raise ResultsFormatError(f"{path}: missing key '{key}.recall'")
         recall = _number(v["recall"], f"{key}.recall", path)
         lo, hi = _interval(v.get("ci"), f"{key}.ci", path)
-        n = None if v.get("n") is None else int(v["n"])
+        n = None if v.get("n") is None else _count(v["n"], f"{key}.n", path)
         out[str(generator)] = {"recall": recall, "n": n, "lo": lo, "hi": hi}
     return out
 

@@ -97,8 +97,9 @@ def chosen_rows(
         best = mean.drop_duplicates("model")
         df = df.merge(best[["model", "method"]], on=["model", "method"])
     if df.empty:
-        which = f"method {method!r}" if method else "any method"
-        raise ps.NotEnoughData(f"no results for {which} and models {list(models or ['(all)'])}")
+        asked = [f"method {method!r}"] if method else []
+        asked += [f"models {', '.join(models)}"] if models else []
+        raise ps.NotEnoughData("no results" + (" for " + " and ".join(asked) if asked else ""))
     return latest_runs(df)
 
 

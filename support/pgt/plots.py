@@ -62,7 +62,8 @@ def make_all(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: make_all, then the written paths, one a line."""
+    """The command line: make_all, then the written paths, one a line. Exit status 0; 1 when
+    nothing could be written; 2 for a malformed results file."""
     parser = argparse.ArgumentParser(prog="python -m support.pgt.plots", description=__doc__)
     parser.add_argument("root", type=Path, help="results root (e.g. results/pgt)")
     parser.add_argument("--out", type=Path, help="output folder (default ROOT/figures)")
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     for path in written:
         print(path)
-    return 0
+    return 0 if written else 1  # nothing could be drawn: the reasons are logged above
 
 
 if __name__ == "__main__":
