@@ -12,6 +12,7 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -372,6 +373,29 @@ def test_vocab_lr_finds_the_planted_words(tree):
     assert (weights["coefficient"] > 0).all()
     segments = weights[[f"segment:{m}" for m in ("baseline", "cot", "s2")]].sum(axis=1)
     np.testing.assert_allclose(segments, weights["coefficient"])
+
+
+def test_vocab_segments_follow_each_methods_share_of_documents():
+    rows = []
+    for method in ("cot", "s2"):
+        for i in range(10):
+            ai = i % 2 == 1
+            text = "glitch warped " if ai and method == "s2" else "warped " if ai else "photo "
+            rows.append(
+                {
+                    "phrase": method,
+                    "mode": "prefill",
+                    "n": 1,
+                    "method": method,
+                    "text": text + "image",
+                    "label": ai,
+                }
+            )
+    w = vocab_weights(pd.DataFrame(rows)).set_index("word")
+    assert w.loc["glitch", "segment:cot"] == 0  # only s2's reasoning says it
+    assert w.loc["glitch", "segment:s2"] == pytest.approx(w.loc["glitch", "coefficient"])
+    assert w.loc["warped", "segment:cot"] == pytest.approx(w.loc["warped", "segment:s2"])
+    assert w.loc["glitch", "share:s2"] == 0.5 and w.loc["warped", "documents"] == 10
 
 
 def test_vocab_csv_holds_the_top_words(made):

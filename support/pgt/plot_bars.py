@@ -29,8 +29,8 @@ def plot_macro_f1_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
 def macro_f1_figure(df: pd.DataFrame) -> Figure:
     """The bar chart (ACL full width); the newest run of each method."""
     df = latest_runs(df)
-    datasets = list(dict.fromkeys(df["dataset"]))  # latest_runs keeps the display order
-    models = list(dict.fromkeys(df["model"]))
+    datasets = ps.ordered(df["dataset"], ps.DATASET_NAMES)
+    models = ps.ordered(df["model"], ps.MODEL_NAMES)
     methods = method_order(df)
     styles, labels = ps.method_styles(methods), method_labels(df)
     fig = Figure(figsize=(ps.ACL_FULL_WIDTH, HEIGHT), layout="constrained")
@@ -50,7 +50,7 @@ def _panel(ax: Axes, panel: pd.DataFrame, models: list[str], styles: dict[str, d
     methods = list(styles)
     x = np.arange(len(models), dtype=float)
     width = min(ps.BAR_WIDTH, 0.8 / len(methods))
-    tops = {}  # method -> (bar x positions, top of bar or whisker) for the markers
+    tops = {}  # method -> (bar x positions, top of bar or whisker, value): for the markers
     for k, method in enumerate(methods):
         rows = panel[panel["method"] == method].set_index("model").reindex(models)
         pos = x + (k - (len(methods) - 1) / 2) * width

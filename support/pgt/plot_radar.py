@@ -48,24 +48,13 @@ def recall_radar_figure(
 ) -> Figure:
     """The radar figure (ACL full width); NotEnoughData when no panel can be drawn."""
     chosen = chosen_rows(df, models, method)
-    recall = recall_table(chosen)
-    panels = {}
-    for dataset in dict.fromkeys(chosen["dataset"]):
-        table = recall[recall["dataset"] == dataset].pivot(
-            index="generator", columns="model", values="recall"
-        )
-        table = table.reindex(columns=[m for m in dict.fromkeys(chosen["model"]) if m in table])
-        table = table.dropna()  # generators with a finite recall for every model drawn
-        if table.empty:
-            ps.log.info("recall_radar: %s has no per-generator recall; left out", dataset)
-            continue
-        gens = sorted(table.index, key=lambda g: (g != REAL, g))
-        panels[dataset] = table.loc[gens]
+    drawn = ps.ordered(chosen["model"], ps.MODEL_NAMES)
+    panels = panel_tables(chosen, drawn)
     if not panels:
         raise ps.NotEnoughData("no per-generator recall in the selected results")
     labels = method_labels(chosen)
     names = {r.model: f"{ps.model_name(r.model)}: {labels[r.method]}" for r in chosen.itertuples()}
-    colors = ps.model_colors(dict.fromkeys(chosen["model"]))
+    colors = ps.model_colors(drawn)
     fig = Figure(figsize=(ps.ACL_FULL_WIDTH, HEIGHT), layout="constrained")
     for i, (dataset, table) in enumerate(panels.items()):
         polar = len(table) >= MIN_AXES
@@ -75,6 +64,22 @@ def recall_radar_figure(
     handles = [Line2D([], [], color=colors[m], lw=1.5, label=ps.tex_safe(names[m])) for m in colors]
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
     return fig
+
+
+def panel_tables(chosen: pd.DataFrame, drawn: list[str]) -> dict[str, pd.DataFrame]:
+    """Per dataset, recall as generators x models (columns in `drawn` order): the generators with
+    a finite recall for every model of the panel, "real" first, then by name."""
+    recall = recall_table(chosen)
+    panels = {}
+    for dataset in ps.ordered(chosen["dataset"], ps.DATASET_NAMES):
+        rows = recall[recall["dataset"] == dataset]
+        table = rows.pivot(index="generator", columns="model", values="recall")
+        table = table.reindex(columns=[m for m in drawn if m in table]).dropna()
+        if table.empty:
+            ps.log.info("recall_radar: %s has no per-generator recall; left out", dataset)
+            continue
+        panels[dataset] = table.loc[sorted(table.index, key=lambda g: (g != REAL, g))]
+    return panels
 
 
 def chosen_rows(

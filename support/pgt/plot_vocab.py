@@ -104,16 +104,19 @@ def vocab_weights(docs: pd.DataFrame, top_k: int = 20) -> pd.DataFrame:
             "documents": np.asarray(x.sum(axis=0)).ravel(),
         }
     )
+    return _with_method_segments(table, x.tocsr(), docs)
+
+
+def _with_method_segments(table: pd.DataFrame, x, docs: pd.DataFrame) -> pd.DataFrame:
+    """`share:<method>` and `segment:<method>` columns; x: documents x the table's words (0/1)."""
     methods = method_order(docs)
     shares = np.column_stack(
         [np.asarray(x[(docs["method"] == m).to_numpy()].mean(axis=0)).ravel() for m in methods]
     )
     parts = table["coefficient"].to_numpy()[:, None] * shares / shares.sum(axis=1, keepdims=True)
-    for k, m in enumerate(methods):
-        table[f"share:{m}"] = shares[:, k]
-    for k, m in enumerate(methods):
-        table[f"segment:{m}"] = parts[:, k]
-    return table
+    shares_cols = {f"share:{m}": shares[:, k] for k, m in enumerate(methods)}
+    parts_cols = {f"segment:{m}": parts[:, k] for k, m in enumerate(methods)}
+    return table.assign(**shares_cols, **parts_cols)
 
 
 def vocab_figure(weights: pd.DataFrame, labels: dict[str, str] | None = None) -> Figure:
