@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
@@ -182,6 +183,10 @@ def test_method_keys_name_mode_and_n(tmp_path):
     assert labels["cot/prompt"] == "CoT (prompt)" and labels["s2/n=5"] == "S2 (n=5)"
     assert labels["mine/instruct"] == "mine (instruct)"
     assert method_key("cot", "prefill", 1) == "cot" != method_key("cot", "instruct", 1)
+    fig = macro_f1_figure(df)  # seven methods with long names: the legend wraps to fit the width
+    fig.savefig(io.BytesIO(), format="png")
+    assert 0 <= fig.legends[0].get_window_extent().x0 < fig.legends[0].get_window_extent().x1
+    assert fig.legends[0].get_window_extent().x1 <= fig.bbox.width
 
 
 def test_latest_only_takes_the_newest_run_by_name(tmp_path):

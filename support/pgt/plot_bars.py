@@ -39,10 +39,10 @@ def macro_f1_figure(df: pd.DataFrame) -> Figure:
         _panel(ax, df[df["dataset"] == dataset], models, styles)
         ax.set_title(ps.tex_safe(ps.dataset_name(dataset)))
     axes[0].set_ylabel("Macro F1")
-    handles = [Patch(label=ps.tex_safe(labels[m]), **styles[m]) for m in methods]
-    fig.legend(
-        handles=handles, loc="outside upper center", ncols=min(len(methods), 6), frameon=False
-    )
+    names = [ps.tex_safe(labels[m]) for m in methods]
+    handles = [Patch(label=name, **styles[m]) for m, name in zip(methods, names, strict=True)]
+    ncols = ps.legend_columns(names, ps.ACL_FULL_WIDTH)
+    fig.legend(handles=handles, loc="outside upper center", ncols=ncols, frameon=False)
     return fig
 
 

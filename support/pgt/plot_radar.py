@@ -62,7 +62,8 @@ def recall_radar_figure(
         (_radar if polar else _bars)(ax, table, colors)
         ax.set_title(ps.tex_safe(ps.dataset_name(dataset)), pad=10 if polar else 4)
     handles = [Line2D([], [], color=colors[m], lw=1.5, label=ps.tex_safe(names[m])) for m in colors]
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
+    ncols = ps.legend_columns([h.get_label() for h in handles], ps.ACL_FULL_WIDTH)
+    fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False)
     return fig
 
 

@@ -132,6 +132,13 @@ def model_colors(models: Iterable[str]) -> dict[str, str]:
     return dict(zip(models, itertools.cycle(FALLBACK_COLORS), strict=False))
 
 
+def legend_columns(labels: list[str], width: float, fontsize: float = LEGEND_FONT_SIZE) -> int:
+    """How many legend entries fit side by side in `width` inches: each takes about its handle
+    and padding (0.45 in) plus 0.55 em per character of the longest label."""
+    entry = 0.45 + 0.55 * fontsize / 72 * max(map(len, labels), default=1)
+    return max(1, min(len(labels), int(width // entry)))
+
+
 def usetex_available() -> bool:
     """Whether a LaTeX install is on PATH (matplotlib's usetex needs `latex`)."""
     return shutil.which("latex") is not None

@@ -40,7 +40,6 @@ from support.pgt.plot_data import (
 POSITIVE = "ai-generated"
 MIN_DF_DOCS = 10
 BAR_HEIGHT = 0.7
-LEGEND_SHORT = 10  # characters: labels up to this long fit three to a row
 
 
 def plot_vocab_lr(source: Path | Iterable[Path], out_dir: Path, top_k: int = 20) -> list[Path]:
@@ -126,7 +125,7 @@ def vocab_figure(weights: pd.DataFrame, labels: dict[str, str] | None = None) ->
     labels = labels or {}
     styles = ps.method_styles(methods)
     names = [ps.tex_safe(labels.get(m, m)) for m in methods]
-    ncols = 3 if max(map(len, names)) <= LEGEND_SHORT else 2  # the column is 3 in wide
+    ncols = ps.legend_columns(names, ps.ACL_COLUMN_WIDTH)
     height = 0.6 + 0.13 * len(weights) + 0.17 * math.ceil(len(methods) / ncols)  # inches
     fig = Figure(figsize=(ps.ACL_COLUMN_WIDTH, height), layout="constrained")
     ax = fig.subplots()
