@@ -126,3 +126,4 @@ def test_n5_over_20_images_is_batched_in_both_stages(sample, tmp_path, backend, 
     assert len(stage1) <= math.ceil(20 / 8) + 1, stage1
     assert len(stage2) <= math.ceil(100 / 8) + 1, stage2
     assert max(r for r, _ in stage2) == 8
+    print(f"stage 1 calls {[r for r, _ in stage1]}, stage 2 calls {[r for r, _ in stage2]}")

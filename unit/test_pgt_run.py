@@ -67,8 +67,9 @@ def expected_dirs(root: Path, model: str, n: int) -> list[Path]:
     return [d / f"n={n}" if n > 1 else d for d in dirs]
 
 
-def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run):
-    result, root = run("--model=oracle,chance", "--pgt-n=1,5")
+def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run, tmp_path):
+    report = tmp_path / "report.html"
+    result, root = run("--model=oracle,chance", "--pgt-n=1,5", f"--html={report}")
     assert result.ret == 0, result.stdout.str()[-3000:]
     summary = pd.read_csv(root / "pgt" / "r1" / "summary.csv")
     assert len(summary) == 2 * 11 * 2  # models x (baseline + 2 phrases x 5 modes) x n
@@ -107,6 +108,21 @@ def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run):
                 assert all(set(r) == RESPONSE_KEYS for r in e["responses"])
                 assert e["vote_distribution"] == {e["ground_truth"]: n}
                 assert e["aggregated_score"] == 1
+    # the figures, from this run's performance files, in the run folder and the HTML report
+    figures = root / "pgt" / "r1" / "figures"
+    stems = ("macro_f1_bars", "recall_radar", "vocab_lr")
+    assert {p.name for p in figures.iterdir()} >= {
+        f"{s}.{e}" for s in stems for e in ("pdf", "png")
+    }
+    confidence = read(figures / "confidence.json")["synthetic_sample"]["oracle"]
+    assert {v["macro_f1"] for v in confidence.values()} == {1.0} and len(confidence) == 22
+    page = report.read_text()
+    assert all(f'alt="{s}.png"' in page for s in stems)
+    # ... and by one command, from the performance files of a run
+    from support.pgt.plots import main
+
+    assert main([str(root / "pgt"), "--run", "r1", "--out", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "macro_f1_bars.pdf").read_bytes()[:4] == b"%PDF"
     # a mode never leaks into baseline, and n=1 has no n folder
     assert not (root / "pgt/synthetic_sample/oracle/baseline/prefill").exists()
     assert not (root / "pgt/synthetic_sample/oracle/cot/prefill/n=1").exists()

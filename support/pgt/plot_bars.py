@@ -3,6 +3,7 @@ of bars per model, a bar per method; above each S2 bar, its difference to CoT (s
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,9 @@ from matplotlib.patches import Patch
 from support.pgt import plot_style as ps
 from support.pgt.plot_data import latest_runs, method_labels, method_order
 
-HEIGHT = 2.2  # inches
+HEIGHT = 2.2  # inches, without the legend
+LEGEND_ROW = 0.17  # inches per legend row (8 pt text)
+MAX_MARKED_METHODS = 8  # more bars per group than this: no difference labels (they would overlap)
 COMPARED = ("cot", "s2")  # improvement markers: the second phrase's bar minus the first's
 
 
@@ -33,15 +36,16 @@ def macro_f1_figure(df: pd.DataFrame) -> Figure:
     models = ps.ordered(df["model"], ps.MODEL_NAMES)
     methods = method_order(df)
     styles, labels = ps.method_styles(methods), method_labels(df)
-    fig = Figure(figsize=(ps.ACL_FULL_WIDTH, HEIGHT), layout="constrained")
+    names = [ps.tex_safe(labels[m]) for m in methods]
+    ncols = ps.legend_columns(names, ps.ACL_FULL_WIDTH)
+    height = HEIGHT + LEGEND_ROW * math.ceil(len(methods) / ncols)  # room for every legend row
+    fig = Figure(figsize=(ps.ACL_FULL_WIDTH, height), layout="constrained")
     axes = fig.subplots(1, len(datasets), sharey=True, squeeze=False)[0]
     for ax, dataset in zip(axes, datasets, strict=True):
         _panel(ax, df[df["dataset"] == dataset], models, styles)
         ax.set_title(ps.tex_safe(ps.dataset_name(dataset)))
     axes[0].set_ylabel("Macro F1")
-    names = [ps.tex_safe(labels[m]) for m in methods]
     handles = [Patch(label=name, **styles[m]) for m, name in zip(methods, names, strict=True)]
-    ncols = ps.legend_columns(names, ps.ACL_FULL_WIDTH)
     fig.legend(handles=handles, loc="outside upper center", ncols=ncols, frameon=False)
     return fig
 
@@ -72,7 +76,8 @@ def _panel(ax: Axes, panel: pd.DataFrame, models: list[str], styles: dict[str, d
                 capthick=0.6,
             )
         tops[method] = (pos, np.fmax(value, np.where(ok, hi, np.nan)), value)
-    _improvement_markers(ax, tops)
+    if len(methods) <= MAX_MARKED_METHODS:
+        _improvement_markers(ax, tops)
     ax.set_xticks(x, [ps.tex_safe(ps.model_name(m)) for m in models])
     ax.set_ylim(0, 1.2)
     ax.set_yticks(np.linspace(0, 1, 6))

@@ -61,10 +61,13 @@ def method_rank(phrase: str, mode: str | None, n: int) -> tuple:
     return (p, m, n)
 
 
-def result_files(root: Path, prefix: str, latest_only: bool = True) -> list[Path]:
+def result_files(
+    root: Path, prefix: str, latest_only: bool = True, run: str | None = None
+) -> list[Path]:
     """`{prefix}<run>.json` files under root; with latest_only, the newest (last by name) of each
-    folder."""
-    files = sorted(p for p in Path(root).rglob(f"{prefix}*.json") if p.is_file())
+    folder; with `run`, only that run's files."""
+    pattern = f"{prefix}{run}.json" if run else f"{prefix}*.json"
+    files = sorted(p for p in Path(root).rglob(pattern) if p.is_file())
     if not latest_only:
         return files
     newest = {p.parent: p for p in files}  # sorted: the last of a folder wins
@@ -79,13 +82,15 @@ def read_json(path: Path) -> object:
         raise ResultsFormatError(f"{path}: not valid JSON ({e})") from e
 
 
-def load_performance(root: Path, latest_only: bool = True) -> pd.DataFrame:
+def load_performance(root: Path, latest_only: bool = True, run: str | None = None) -> pd.DataFrame:
     """One row per performance file under root (COLUMNS), sorted by dataset, model and method.
 
     `*_lo`/`*_hi` are the 95% bootstrap bounds (NaN when absent or null); per_generator_recall is
-    a dict {generator: {"recall", "n", "lo", "hi"}} ({} when the file has none). Raises
+    a dict {generator: {"recall", "n", "lo", "hi"}} ({} when the file has none). `run` keeps one
+    run's files (performance_<run>.json) only. Raises
     ResultsFormatError naming the file and key for a file missing a required key."""
-    rows = [performance_row(p) for p in result_files(root, PERFORMANCE_PREFIX, latest_only)]
+    files = result_files(root, PERFORMANCE_PREFIX, latest_only, run)
+    rows = [performance_row(p) for p in files]
     df = pd.DataFrame(rows, columns=COLUMNS)
     df["mode"] = none_for_missing(df["mode"])
     return sort_rows(df).reset_index(drop=True)

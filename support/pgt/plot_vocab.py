@@ -42,10 +42,13 @@ MIN_DF_DOCS = 10
 BAR_HEIGHT = 0.7
 
 
-def plot_vocab_lr(source: Path | Iterable[Path], out_dir: Path, top_k: int = 20) -> list[Path]:
+def plot_vocab_lr(
+    source: Path | Iterable[Path], out_dir: Path, top_k: int = 20, run: str | None = None
+) -> list[Path]:
     """Write vocab_lr.pdf, .png and .csv from a results root (its newest reasoning file of each
-    folder) or from reasoning files; [] (with the reason logged and warned) without enough data."""
-    docs = reasoning_documents(source)
+    folder, or run `run`'s) or from reasoning files; [] (with the reason logged and warned)
+    without enough data."""
+    docs = reasoning_documents(source, run)
     try:
         weights = vocab_weights(docs, top_k)
     except ps.NotEnoughData as e:
@@ -58,10 +61,10 @@ def plot_vocab_lr(source: Path | Iterable[Path], out_dir: Path, top_k: int = 20)
         return [*ps.save_figure(fig, out_dir, "vocab_lr"), csv]
 
 
-def reasoning_documents(source: Path | Iterable[Path]) -> pd.DataFrame:
+def reasoning_documents(source: Path | Iterable[Path], run: str | None = None) -> pd.DataFrame:
     """One row per response: dataset, model, phrase, mode, n, method, text, label (bool)."""
     if isinstance(source, str | Path) and Path(source).is_dir():
-        files = result_files(Path(source), REASONING_PREFIX)
+        files = result_files(Path(source), REASONING_PREFIX, run=run)
     else:
         files = [Path(source)] if isinstance(source, str | Path) else [Path(p) for p in source]
     rows = [row for path in files for row in _file_documents(path)]

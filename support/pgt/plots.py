@@ -1,6 +1,6 @@
 """PGT figures from a results root: confidence.json, macro_f1_bars, recall_radar, vocab_lr.
 
-    python -m support.pgt.plots results/pgt [--out DIR] [--models a,b] [--method s2]
+    python -m support.pgt.plots results/pgt [--out DIR] [--models a,b] [--method s2] [--run ID]
 
 The pieces live in plot_data (reading the tree; method keys), plot_bars, plot_radar, plot_vocab and
 plot_style (colors, sizes, fonts); this module gathers them. A figure the data cannot make is
@@ -44,12 +44,14 @@ def make_all(
     out_dir: Path | None = None,
     models: Sequence[str] | None = None,
     method: str | None = None,
+    run: str | None = None,
 ) -> list[Path]:
     """Every figure from one results root into out_dir (default root/figures); the paths written.
-    `models` and `method` select what the recall radar draws."""
+    `models` and `method` select what the recall radar draws; `run` draws one run's files only
+    (default: the newest file of each folder)."""
     root = Path(root)
     out_dir = Path(out_dir) if out_dir is not None else root / "figures"
-    df = load_performance(root)
+    df = load_performance(root, run=run)
     written = []
     if df.empty:
         skip("confidence.json", f"no performance_*.json under {root}")
@@ -57,7 +59,7 @@ def make_all(
         written.append(write_confidence(df, out_dir / "confidence.json"))
     written += plot_macro_f1_bars(df, out_dir)
     written += plot_recall_radar(df, out_dir, models=models, method=method)
-    written += plot_vocab_lr(root, out_dir)
+    written += plot_vocab_lr(root, out_dir, run=run)
     return written
 
 
@@ -71,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--method", help="method key drawn in the recall radar (default: each model's best)"
     )
+    parser.add_argument("--run", help="one run's files only (its run id); default: the newest")
     args = parser.parse_args(argv)
     if not args.root.is_dir():
         parser.error(f"no such folder: {args.root}")
@@ -80,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PlotSkipped)  # already logged
         try:
-            written = make_all(args.root, args.out, models=models, method=args.method)
+            written = make_all(args.root, args.out, models, args.method, args.run)
         except ResultsFormatError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -289,9 +290,18 @@ def write_outputs(
             for g, v in generators.items()
         ]
     recall = pd.DataFrame(recall_rows)
-    written.append(write_csv(recall, out_dir / "generator_recall.csv"))
-    written.append(write_report(summary, recall, out_dir / "report.md"))
-    return written
+    in_run = [
+        write_csv(recall, out_dir / "generator_recall.csv"),
+        write_report(summary, recall, out_dir / "report.md"),
+    ]
+    # the source's figures, from this run's performance and reasoning files (the PNGs show in
+    # the HTML report); a figure the data cannot make is skipped, its reason logged
+    from support.pgt.plots import PlotSkipped, make_all
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PlotSkipped)
+        in_run += make_all(settings.results_dir / "pgt", out_dir / "figures", run=ts)
+    return in_run + written  # the run folder's files first: the terminal lists the first few
 
 
 def _write_json(path: Path, obj: Any) -> None:
