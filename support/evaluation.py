@@ -20,6 +20,7 @@ from support.types import Case, Outcome
 # name -> "module:Class", imported only when the evaluation is used
 EVALUATIONS: dict[str, str] = {
     "pointing": "support.pointing.task:PointingEvaluation",
+    "nyu_distance": "support.nyu.task:NyuDistanceEvaluation",
 }
 
 
