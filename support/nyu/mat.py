@@ -18,6 +18,7 @@ every read holds a lock, so threads of one process may share a reader.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -167,9 +168,11 @@ def _why_unreadable(path: Path, exc: OSError) -> str:
             f"it with `{DOWNLOAD_HINT}`"
         )
     if "truncated" in text.lower() or (head.startswith(b"MATLAB 7.3 MAT-file") and size < 2**20):
+        stored = re.search(r"stored_eof\s*=\s*(\d+)", text)
+        of = f" of the {stored.group(1)} its header announces" if stored else ""
         return (
-            f"truncated MATLAB v7.3 / HDF5 file ({size} bytes; the real one is about 2.8 GB); "
-            f"resume the download with `{DOWNLOAD_HINT}` ({text})"
+            f"truncated MATLAB v7.3 / HDF5 file: {size} bytes{of} (the real {FILE_NAME} is "
+            f"about 2.8 GB); resume the download with `{DOWNLOAD_HINT}` ({text})"
         )
     return (
         f"not an HDF5 / MATLAB v7.3 file ({size} bytes, starts {head[:20]!r}); "

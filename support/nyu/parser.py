@@ -31,7 +31,7 @@ _UNIT_ALTERNATIVES = (
     ("cm", r"cm|centimet(?:er|re)s?"),
     ("m", r"m|met(?:er|re)s?"),
     ("ft", r"ft|foot|feet|'(?!')|’|′"),
-    ("in", r"inch(?:es)?|in(?=\s*(?:$|[.,;:!?)\]]))|\"|”|″|''"),
+    ("in", r"inch(?:es)?|in(?=\s*(?:$|[.,;:!?)\]*_`'\"]))|\"|”|″|''"),
 )
 _UNIT = "|".join(f"(?P<{name}{{i}}>{alt})" for name, alt in _UNIT_ALTERNATIVES)
 _WORD_END = r"(?![^\W\d_])"  # not followed by a letter: "5 minutes" has no unit, "3D" no number

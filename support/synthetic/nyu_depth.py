@@ -46,6 +46,7 @@ MATLAB_HEADER = (
 )  # text, subsystem offset, version, endianness
 USERBLOCK = 512  # bytes before the HDF5 superblock, as MATLAB writes v7.3 files
 LIGHT = np.array([0.3, -1.0, -0.6]) / np.linalg.norm([0.3, -1.0, -0.6])  # towards the light
+FLOOR_RGB, WINDOW_RGB = (150.0, 105.0, 65.0), (200.0, 225.0, 250.0)
 PALETTE = np.array(
     [(176, 124, 80), (60, 90, 160), (70, 140, 80), (170, 50, 50), (200, 170, 70), (120, 80, 140)],
     dtype=np.float64,
@@ -119,10 +120,11 @@ def make_scene(seed: int, index: int) -> Scene:
     )
 
 
-def _rays(k: Intrinsics) -> np.ndarray:
-    """(H, W, 3) camera-frame ray directions with unit z: pixel (u, v) = (col, row) as is."""
+def _rays(k: Intrinsics) -> tuple[np.ndarray, np.ndarray]:
+    """Camera-frame ray directions (x, y, 1) with unit z, as two (H, W) arrays x and y: pixel
+    (u, v) = (col, row) as is. Component-major arrays keep the renderer's loops fast."""
     v, u = np.mgrid[0 : k.height, 0 : k.width].astype(np.float64)
-    return np.stack([(u - k.cx) / k.fx, (v - k.cy) / k.fy, np.ones_like(u)], axis=-1)
+    return (u - k.cx) / k.fx, (v - k.cy) / k.fy
 
 
 def render_scene(
@@ -130,42 +132,52 @@ def render_scene(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ray-cast the scene: (H, W, 3) uint8 RGB, (H, W) float32 Z depth m (0 = invalid), (H, W)
     uint16 labels (FLOOR, CEILING, WALL, WINDOW, BOX + box index)."""
-    rays = _rays(k)
-    dirs = rays @ scene.rotation.T  # world directions; the ray parameter t is the camera Z
-    o = np.asarray(scene.camera)
+    rx, ry = _rays(k)
+    rot = scene.rotation
+    # world directions, one (H, W) array per axis; the ray parameter t is the camera Z
+    dirs = [rot[i, 0] * rx + rot[i, 1] * ry + rot[i, 2] for i in range(3)]
+    o = scene.camera
     w, d, h = scene.size
-    lo, hi = np.array([0.0, -h, 0.0]), np.array([w, 0.0, d])
+    lo, hi = (0.0, -h, 0.0), (w, 0.0, d)
+    t = np.full(rx.shape, np.inf)
+    axis = np.zeros(rx.shape, dtype=np.int8)  # the room face each ray leaves through
+    outward = np.zeros(rx.shape, dtype=bool)  # ... on its high side (+x, +y = floor, +z)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_axes = np.where(dirs > 0, (hi - o) / dirs, np.where(dirs < 0, (lo - o) / dirs, np.inf))
-    axis = np.argmin(t_axes, axis=-1)  # the room face each ray leaves through
-    t = np.take_along_axis(t_axes, axis[..., None], -1)[..., 0]
-    positive = np.take_along_axis(dirs, axis[..., None], -1)[..., 0] > 0
-    normal = np.zeros_like(dirs)  # world normals facing into the room
-    np.put_along_axis(normal, axis[..., None], np.where(positive, -1.0, 1.0)[..., None], -1)
-    labels = np.where(axis == 1, np.where(positive, FLOOR, CEILING), WALL).astype(np.uint16)
+        for a in range(3):
+            da = dirs[a]
+            ta = np.where(da < 0, (lo[a] - o[a]) / da, np.inf)
+            ta = np.where(da > 0, (hi[a] - o[a]) / da, ta)
+            closer = ta < t
+            t = np.where(closer, ta, t)
+            axis = np.where(closer, a, axis)
+            outward = np.where(closer, da > 0, outward)
+    normal = [np.where(axis == a, np.where(outward, -1.0, 1.0), 0.0) for a in range(3)]  # inward
+    labels = np.where(axis == 1, np.where(outward, FLOOR, CEILING), WALL).astype(np.uint16)
     for b, box in enumerate(scene.boxes):
-        rot = rot_y(box.yaw)  # box-to-world
-        ol = rot.T @ (o - np.asarray(box.centre))
-        dl = dirs @ rot  # = (rot.T @ dirs.T).T
-        half = np.asarray(box.half)
+        br = rot_y(box.yaw)  # box-to-world
+        ol = br.T @ (np.asarray(o) - np.asarray(box.centre))  # camera in the box frame
+        dl = [br[0, a] * dirs[0] + br[1, a] * dirs[1] + br[2, a] * dirs[2] for a in range(3)]
+        t_near, t_far = np.full(rx.shape, -np.inf), np.full(rx.shape, np.inf)
+        face = np.zeros(rx.shape, dtype=np.int8)
         with np.errstate(divide="ignore", invalid="ignore"):
-            t1, t2 = (-half - ol) / dl, (half - ol) / dl
-        near, far = np.minimum(t1, t2), np.maximum(t1, t2)
-        t_near, t_far = near.max(axis=-1), far.min(axis=-1)
+            for a in range(3):  # slabs
+                t1, t2 = (-box.half[a] - ol[a]) / dl[a], (box.half[a] - ol[a]) / dl[a]
+                near = np.minimum(t1, t2)
+                face = np.where(near > t_near, a, face)
+                t_near = np.maximum(t_near, near)
+                t_far = np.minimum(t_far, np.maximum(t1, t2))
         hit = (t_near <= t_far) & (t_near > 0) & (t_near < t)
-        face = np.argmax(near, axis=-1)
-        local = np.zeros_like(dirs)
-        sign = -np.sign(np.take_along_axis(dl, face[..., None], -1)[..., 0])
-        np.put_along_axis(local, face[..., None], sign[..., None], -1)
+        local = [np.where(face == a, -np.sign(dl[a]), 0.0) for a in range(3)]  # box frame
+        for i in range(3):
+            n_i = br[i, 0] * local[0] + br[i, 1] * local[1] + br[i, 2] * local[2]
+            normal[i] = np.where(hit, n_i, normal[i])
         t = np.where(hit, t_near, t)
-        normal = np.where(hit[..., None], local @ rot.T, normal)
         labels = np.where(hit, BOX + b, labels).astype(np.uint16)
-    points = o + t[..., None] * dirs  # world m
+    points = [o[i] + t * dirs[i] for i in range(3)]  # world m
     if scene.window is not None:
         x0, x1, y0, y1 = scene.window
-        on_far = (labels == WALL) & np.isclose(points[..., 2], d)
-        win = on_far & (points[..., 0] > x0) & (points[..., 0] < x1)
-        win &= (points[..., 1] > y0) & (points[..., 1] < y1)
+        win = (labels == WALL) & np.isclose(points[2], d)  # on the far wall
+        win &= (points[0] > x0) & (points[0] < x1) & (points[1] > y0) & (points[1] < y1)
         labels = np.where(win, WINDOW, labels).astype(np.uint16)
     rgb = _shade(scene, labels, normal, points, t, seed)
     depth = np.where(labels == WINDOW, 0.0, t).astype(np.float32)
@@ -174,22 +186,22 @@ def render_scene(
 
 def _shade(scene, labels, normal, points, t, seed) -> np.ndarray:
     """Colours: planked floor, painted walls, white ceiling, coloured boxes; Lambert shading."""
-    base = np.empty((*labels.shape, 3))
-    base[:] = scene.wall_colour
-    plank = np.floor(points[..., 0] / 0.18)  # 18 cm planks along z
+    plank = np.floor(points[0] / 0.18)  # 18 cm planks along z
     tone = 0.85 + 0.15 * np.sin(plank * 12.9898) ** 2
-    floor = np.array([150.0, 105.0, 65.0]) * tone[..., None]
-    base = np.where((labels == FLOOR)[..., None], floor, base)
-    base = np.where((labels == CEILING)[..., None], 235.0, base)
-    base = np.where((labels == WINDOW)[..., None], (200.0, 225.0, 250.0), base)
-    for b, box in enumerate(scene.boxes):
-        base = np.where((labels == BOX + b)[..., None], box.colour, base)
-    lambert = np.clip(normal @ LIGHT, 0, None)
-    light = (0.6 + 0.4 * lambert) * np.exp(-0.03 * t)
-    light = np.where(labels == WINDOW, 1.0, light)
+    lambert = np.clip(sum(n * li for n, li in zip(normal, LIGHT, strict=True)), 0, None)
+    light = np.where(labels == WINDOW, 1.0, (0.6 + 0.4 * lambert) * np.exp(-0.03 * t))
     rng = np.random.default_rng([seed, 0x5EED])
-    noise = rng.normal(0, 2.5, (*labels.shape, 3))
-    return np.clip(base * light[..., None] + noise, 0, 255).astype(np.uint8)
+    rgb = np.empty((*labels.shape, 3), dtype=np.uint8)
+    for c in range(3):
+        base = np.full(labels.shape, scene.wall_colour[c])
+        base = np.where(labels == FLOOR, FLOOR_RGB[c] * tone, base)
+        base = np.where(labels == CEILING, 235.0, base)
+        base = np.where(labels == WINDOW, WINDOW_RGB[c], base)
+        for b, box in enumerate(scene.boxes):
+            base = np.where(labels == BOX + b, box.colour[c], base)
+        noise = rng.normal(0, 2.5, labels.shape)
+        rgb[..., c] = np.clip(base * light + noise, 0, 255)
+    return rgb
 
 
 def write_nyu_mat(
