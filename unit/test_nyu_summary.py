@@ -40,6 +40,22 @@ def test_cases_pairs_and_quick_subset(ev: NyuDistanceEvaluation) -> None:
         assert ev.mat.depth(p["image_idx"])[p["point1"][1], p["point1"][0]] == p["depth1"]
 
 
+def test_pairs_per_image_option(tmp_path: Path, ev: NyuDistanceEvaluation) -> None:
+    settings = RunSettings(
+        cache_dir=ev.mat.path.parents[2],  # the synthetic file of `ev`, not rebuilt
+        results_dir=tmp_path,
+        samples=2,
+        data={"nyu_pairs_per_image": "5"},
+    )
+    five = NyuDistanceEvaluation.load(settings)
+    assert [len(five.pairs[i]) for i in five.images] == [5, 5]
+    assert NyuDistanceEvaluation.load(settings).pairs == five.pairs
+    for bad in ("0", "-1", "x"):
+        with pytest.raises(ValueError, match="--pairs-per-image"):
+            NyuDistanceEvaluation.load(RunSettings(cache_dir=settings.cache_dir,
+                                                   data={"nyu_pairs_per_image": bad}))  # fmt: skip
+
+
 def test_request_is_the_marked_image_and_the_prompt(ev: NyuDistanceEvaluation) -> None:
     case = ev.cases()[1]
     req = ev.request(case)
