@@ -163,6 +163,14 @@ def _h5(path: Path, **datasets) -> Path:
             "'images' has dtype float32, expected uint8 RGB images",
         ),
         (
+            {"images": ((2, 3, 640, 480), "u2"), "depths": ((2, 640, 480), "f4")},
+            "'images' has dtype uint16, expected uint8 RGB images",
+        ),
+        (
+            {"images": ((2, 3, 640, 480), "u1"), "depths": ((2, 640, 480), "i2")},
+            "'depths' has dtype int16, expected float depths in metres",
+        ),
+        (
             {"images": ((2, 3, 640, 480), "u1"), "depths": ((3, 640, 480), "f4")},
             "'images' holds 2 images but 'depths' 3 maps",
         ),

@@ -72,11 +72,11 @@ class NyuMat:
 
         found = ", ".join(sorted(f.keys())) or "nothing"
         expect = {
-            "images": (IMAGES_SHAPE, "uint8 RGB images", ("u",)),
-            "depths": (DEPTHS_SHAPE, "float depths in metres", ("f",)),
+            "images": (IMAGES_SHAPE, "uint8 RGB images", lambda dt: dt == np.uint8),
+            "depths": (DEPTHS_SHAPE, "float depths in metres", lambda dt: dt.kind == "f"),
         }
         n = None
-        for name, (one, what, kinds) in expect.items():
+        for name, (one, what, dtype_ok) in expect.items():
             want = f"(N, {', '.join(map(str, one))})"
             if name not in f or not isinstance(f[name], h5py.Dataset):
                 raise NyuMatError(
@@ -89,7 +89,7 @@ class NyuMat:
                     f"{self.path}: dataset {name!r} has shape {tuple(ds.shape)}, expected {want} "
                     f"({what}, MATLAB's column-major layout of {HEIGHT}x{WIDTH} images)"
                 )
-            if ds.dtype.kind not in kinds:
+            if not dtype_ok(ds.dtype):
                 raise NyuMatError(
                     f"{self.path}: dataset {name!r} has dtype {ds.dtype}, expected {what}"
                 )

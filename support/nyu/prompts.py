@@ -1,4 +1,5 @@
-"""The source's prompt, verbatim (line breaks included): one marked image, then this text."""
+"""The source's prompt, verbatim (line breaks included). A request is one user turn: the marked
+image first, then this text (no system prompt, temperature 0)."""
 
 from __future__ import annotations
 
