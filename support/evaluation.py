@@ -21,6 +21,7 @@ from support.types import Case, Outcome
 EVALUATIONS: dict[str, str] = {
     "pointing": "support.pointing.task:PointingEvaluation",
     "pgt": "support.pgt.task:PgtEvaluation",
+    "nyu_distance": "support.nyu.task:NyuDistanceEvaluation",
 }
 
 

@@ -1,4 +1,5 @@
-"""Image geometry shared by the evaluations: letterboxing onto a fixed canvas, and mask helpers.
+"""Image geometry shared by the evaluations: letterboxing onto a fixed canvas, mask helpers, and
+the pinhole camera (pixel + depth <-> 3D point, 3D distance; its own conventions below).
 
 Pixel convention (image and canvas alike): x grows right, y grows down, origin at the top-left
 corner of the top-left pixel. Pixel (col c, row r) covers [c, c+1) x [r, r+1) in continuous
@@ -182,3 +183,52 @@ def canvas_mask(mask: np.ndarray, box: Letterbox) -> np.ndarray:
     rows = np.clip(np.floor((ys + 0.5 - box.pad_y) / box.scale_y).astype(int), 0, box.src_h - 1)
     out[np.ix_(ys, xs)] = m[np.ix_(rows, cols)]
     return out
+
+
+# ---- pinhole camera: pixels <-> 3D points --------------------------------------------------------
+# Camera frame: x right, y down, z forward (optical axis), metres, origin at the optical centre.
+# A pixel coordinate (u, v) = (column, row) image px, origin top-left, is used as is (no half-pixel
+# shift), as the NYU Depth V2 toolbox and the source do. `depth` is Z depth (distance along the
+# optical axis, metres), which is what the NYU `depths` maps hold, not the range along the ray.
+
+
+@dataclass(frozen=True)
+class Intrinsics:
+    """Pinhole intrinsics: focal lengths fx, fy and principal point (cx, cy), all image px."""
+
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    width: int  # image px
+    height: int  # image px
+
+
+# The Kinect RGB camera of NYU Depth V2 (the source's constants), 640x480 images
+NYU_KINECT = Intrinsics(
+    fx=518.857901, fy=519.469611, cx=325.582244, cy=253.736347, width=640, height=480
+)
+
+
+def back_project(u, v, depth, k: Intrinsics = NYU_KINECT) -> np.ndarray:
+    """Pixel (u, v) image px with Z depth `depth` metres -> (..., 3) points (X, Y, Z) metres in the
+    camera frame: X = (u - cx) Z / fx, Y = (v - cy) Z / fy. Broadcasts over numpy arrays."""
+    u, v, z = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (u, v, depth)))
+    return np.stack([(u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z], axis=-1)
+
+
+def project(point, k: Intrinsics = NYU_KINECT) -> tuple[np.ndarray, np.ndarray]:
+    """(..., 3) camera-frame points metres (Z > 0) -> pixel coordinates (u, v) image px."""
+    p = np.asarray(point, dtype=np.float64)
+    x, y, z = p[..., 0], p[..., 1], p[..., 2]
+    return k.fx * x / z + k.cx, k.fy * y / z + k.cy
+
+
+def distance_3d(p, q) -> np.ndarray:
+    """Euclidean distance between (..., 3) points, in their unit (metres here). Scaled by the
+    largest component so tiny or huge differences neither underflow nor overflow."""
+    d = np.abs(np.asarray(p, dtype=np.float64) - np.asarray(q, dtype=np.float64))
+    s = d.max(axis=-1)
+    safe = np.where(s > 0, s, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(s > 0, s * np.sqrt(((d / safe[..., None]) ** 2).sum(axis=-1)), 0.0)

@@ -1,0 +1,282 @@
+"""NYU distance metrics, summary table, results JSON, report.md and the scatter plot (controller).
+
+Per model, over the pairs whose answer parsed (unparsable answers are excluded from the error
+metrics and count against the response rate; backend errors are excluded and counted in
+`n_error`), with errors e = predicted - true distance in metres:
+
+    response_rate        answered pairs / pairs
+    mae                  mean |e|
+    median_abs_error     median |e|
+    std_error            standard deviation of |e| (np.std, ddof 0): the source computes its
+                         "Median Error" and "Std Error" from the same list of errors as its MAE,
+                         i.e. absolute errors; the sign is in `bias`
+    bias                 mean e (> 0: distances overestimated)
+    rmse                 sqrt(mean e^2)
+    mean_relative_error  mean |e| / true distance
+    delta1               share of answers with max(pred/gt, gt/pred) < 1.25 (the `correct` status)
+
+Intervals: 95% cluster bootstrap over images (the pairs of one image share a scene). Everything
+but the median is a ratio of additive per-image sums (support.metrics.cluster_bootstrap); the
+median's interval resamples images the same way, computed here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from support.metrics import cluster_bootstrap, counts_by_cluster, safe_ratio
+from support.types import Outcome
+
+METRICS = (
+    "response_rate",
+    "mae",
+    "median_abs_error",
+    "std_error",
+    "bias",
+    "rmse",
+    "mean_relative_error",
+    "delta1",
+)
+HEADLINE = (*METRICS[:4], "mean_relative_error", "delta1")  # bias and rmse: summary.csv, report
+# per-pair additive sums: pairs, answered, sum |e|, sum e^2, sum e, sum |e|/gt, delta < 1.25
+COUNT_FIELDS = ("pairs", "answered", "abs", "sq", "signed", "rel", "delta1")
+DISTANCE_BINS = (0.0, 1.0, 2.0, 3.0, np.inf)  # m, true distance bins of the report
+
+
+def pair_counts(o: Outcome) -> list[float]:
+    """One scored pair as additive sums in COUNT_FIELDS order."""
+    gt, pred = float(o.scores["gt"]), o.scores.get("pred")
+    if pred is None:
+        return [1, 0, 0, 0, 0, 0, 0]
+    e = float(pred) - gt
+    ratio = max(pred / gt, gt / pred) if pred > 0 and gt > 0 else np.inf
+    return [1, 1, abs(e), e * e, e, abs(e) / gt, float(ratio < 1.25)]
+
+
+def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
+    """(..., 7) summed counts -> metrics (vectorised over leading axes, for the bootstrap)."""
+    pairs, answered, abs_, sq, signed, rel, d1 = (s[..., i] for i in range(len(COUNT_FIELDS)))
+    mae = safe_ratio(abs_, answered)
+    mean_sq = safe_ratio(sq, answered)
+    with np.errstate(invalid="ignore"):
+        return {
+            "response_rate": safe_ratio(answered, pairs),
+            "mae": mae,
+            "std_error": np.sqrt(np.clip(mean_sq - mae**2, 0, None)),
+            "bias": safe_ratio(signed, answered),
+            "rmse": np.sqrt(mean_sq),
+            "mean_relative_error": safe_ratio(rel, answered),
+            "delta1": safe_ratio(d1, answered),
+        }
+
+
+def median_interval(
+    errors: np.ndarray, clusters: list[str], n_resamples: int, seed: int, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile interval of the median of `errors` when whole clusters are resampled: a
+    resample's median is the weighted median of the sorted errors, each weighted by how often its
+    cluster was drawn. (nan, nan) with fewer than 2 clusters or no resamples."""
+    names = sorted(set(clusters))
+    if len(names) < 2 or n_resamples <= 0 or len(errors) == 0:
+        return np.nan, np.nan
+    order = np.argsort(errors, kind="stable")
+    values = np.asarray(errors, dtype=float)[order]
+    index = {c: i for i, c in enumerate(names)}
+    of_case = np.array([index[clusters[i]] for i in order])
+    rng = np.random.default_rng(seed)
+    medians = np.empty(n_resamples)
+    for start in range(0, n_resamples, 256):  # blocks bound the (resamples, cases) weights
+        draws = rng.integers(0, len(names), (min(256, n_resamples - start), len(names)))
+        times = np.stack([np.bincount(d, minlength=len(names)) for d in draws])  # per cluster
+        cum = np.cumsum(times[:, of_case], axis=1)  # (block, cases) expanded positions
+        total = cum[:, -1]
+        lo = np.argmax(cum > (total[:, None] - 1) // 2, axis=1)  # 0-based (total-1)//2 element
+        hi = np.argmax(cum > total[:, None] // 2, axis=1)  # 0-based total//2 element
+        with np.errstate(invalid="ignore"):
+            m = (values[lo] + values[hi]) / 2
+        medians[start : start + len(draws)] = np.where(total > 0, m, np.nan)
+    finite = medians[np.isfinite(medians)]
+    if finite.size == 0:
+        return np.nan, np.nan
+    alpha = (1 - level) / 2
+    low, high = np.quantile(finite, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One row per model: n, n_error, n_answered and each metric with `_lo`, `_hi` columns."""
+    rows = []
+    for model in sorted({o.model for o in outcomes}):
+        rows.append(_row(model, [o for o in outcomes if o.model == model], n_resamples, seed))
+    columns = ["model", "n", "n_error", "n_answered"]
+    for m in METRICS:
+        columns += [m, f"{m}_lo", f"{m}_hi"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _row(model: str, outcomes: list[Outcome], n_resamples: int, seed: int) -> dict:
+    scored = [o for o in outcomes if o.status != "error"]
+    answered = [o for o in scored if o.scores.get("pred") is not None]
+    row: dict = {
+        "model": model,
+        "n": len(scored),
+        "n_error": len(outcomes) - len(scored),
+        "n_answered": len(answered),
+    }
+    if not scored:
+        return row | {m: np.nan for m in METRICS}
+    _, counts = counts_by_cluster([o.cluster for o in scored], [pair_counts(o) for o in scored])
+    estimates = cluster_bootstrap(counts, reduce_counts, n_resamples=n_resamples, seed=seed)
+    for m, e in estimates.items():
+        row |= {m: e.value, f"{m}_lo": e.low, f"{m}_hi": e.high}
+    errors = np.array([o.scores["abs_error"] for o in answered], dtype=float)
+    lo, hi = median_interval(errors, [o.cluster for o in answered], n_resamples, seed)
+    median = float(np.median(errors)) if len(errors) else np.nan
+    return row | {"median_abs_error": median, "median_abs_error_lo": lo, "median_abs_error_hi": hi}
+
+
+def headline(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per model: counts and the source's metrics (plus relative error and delta1)."""
+    cols = ["model", "n", "n_error"]
+    for m in HEADLINE:
+        cols += [m, f"{m}_lo", f"{m}_hi"]
+    return summary[cols].reset_index(drop=True)
+
+
+# ---- files -------------------------------------------------------------------------------------
+def result_rows(outcomes: list[Outcome]) -> dict[str, list[dict]]:
+    """The source's nyu_distance_results.json content: per model, one dict per pair in image and
+    pair order (predicted_distance None when unparsable or on a backend error)."""
+    out: dict[str, list[dict]] = {}
+    for o in sorted(outcomes, key=lambda o: (o.model, o.extra["image_idx"], o.extra["pair_idx"])):
+        out.setdefault(o.model, []).append(
+            {
+                "image_idx": o.extra["image_idx"],
+                "pair_idx": o.extra["pair_idx"],
+                "point1": list(o.target["point1"]),
+                "point2": list(o.target["point2"]),
+                "gt_distance": o.target["distance_m"],
+                "predicted_distance": o.scores.get("pred"),
+                "raw_response": o.raw,
+                "model": o.model,
+            }
+        )
+    return out
+
+
+def write_results_json(outcomes: list[Outcome], path: Path) -> Path:
+    """nyu_distance_results.json keyed by model, as the source writes it."""
+    from support.outputs import atomic_write_text
+
+    atomic_write_text(path, json.dumps(result_rows(outcomes), indent=2) + "\n")
+    return path
+
+
+def by_distance(outcomes: list[Outcome]) -> pd.DataFrame:
+    """MAE and response rate per model and true-distance bin (metres)."""
+    frame = pd.DataFrame(
+        [
+            {
+                "model": o.model,
+                "gt": o.scores["gt"],
+                "answered": o.scores.get("pred") is not None,
+                "abs_error": o.scores.get("abs_error"),
+            }
+            for o in outcomes
+            if o.status != "error"
+        ]
+    )
+    if frame.empty:
+        return pd.DataFrame(columns=["model", "true distance (m)", "n", "response_rate", "mae"])
+    labels = [
+        f"{a:g}-{b:g}" if np.isfinite(b) else f">= {a:g}"
+        for a, b in itertools.pairwise(DISTANCE_BINS)
+    ]
+    frame["true distance (m)"] = pd.cut(frame["gt"], DISTANCE_BINS, right=False, labels=labels)
+    grouped = frame.groupby(["model", "true distance (m)"], observed=True)
+    table = grouped.agg(
+        n=("gt", "size"),
+        response_rate=("answered", "mean"),
+        mae=("abs_error", lambda s: s.dropna().mean()),
+    )
+    return table.reset_index()
+
+
+def write_report(summary: pd.DataFrame, outcomes: list[Outcome], path: Path) -> Path:
+    """report.md: what is measured, the overall table with intervals, MAE by true distance."""
+    from support.outputs import atomic_write_text, markdown_table, with_intervals
+
+    lines = [
+        "# NYU Depth V2 3D distance evaluation",
+        "",
+        "Each case shows an indoor image with a red cross at A and a blue cross at B and asks for "
+        "their 3D Euclidean distance in metres. The truth back-projects both pixels with their "
+        "Kinect depths through the NYU intrinsics. Errors are predicted minus true distance (m); "
+        "error metrics use the answered pairs, unparsable answers count against the response "
+        "rate. std_error is the standard deviation of the absolute errors; bias the mean signed "
+        "error; delta1 the share with max(pred/gt, gt/pred) < 1.25. Brackets: 95% bootstrap "
+        "intervals, resampling images.",
+        "",
+        "## Overall",
+        "",
+        markdown_table(with_intervals(summary, METRICS)),
+        "",
+        "## By true distance",
+        "",
+        markdown_table(by_distance(outcomes).round(3)),
+        "",
+    ]
+    atomic_write_text(path, "\n".join(lines))
+    return path
+
+
+def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path) -> Path:
+    """pred_vs_truth.png: predicted vs true distance per model, the y = x line; answers beyond
+    the axes are drawn at the edge as triangles."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = sorted({o.model for o in outcomes})
+    fig, axes = plt.subplots(
+        1, max(1, len(models)), figsize=(4.2 * max(1, len(models)), 4.2), squeeze=False
+    )
+    truth = max([o.scores["gt"] for o in outcomes] or [1.0])  # m
+    preds = [o.scores["pred"] for o in outcomes if o.scores.get("pred") is not None]
+    typical = float(np.quantile(preds, 0.95)) if preds else 0.0
+    limit = 1.1 * max(truth, min(typical, 3 * truth))  # m: wild answers do not squash the rest
+    stats = summary.set_index("model") if len(summary) else None
+    for ax, model in zip(axes[0], models, strict=False):
+        pts = [
+            (o.scores["gt"], o.scores["pred"])
+            for o in outcomes
+            if o.model == model and o.scores.get("pred") is not None
+        ]
+        gt = np.array([p[0] for p in pts], dtype=float)
+        pred = np.array([p[1] for p in pts], dtype=float)
+        inside = pred <= limit
+        ax.plot([0, limit], [0, limit], color="grey", lw=1, ls="--", label="y = x")
+        ax.scatter(gt[inside], pred[inside], s=14, alpha=0.7)
+        ax.scatter(gt[~inside], np.full((~inside).sum(), limit), s=20, marker="^", color="red")
+        ax.set_xlim(0, limit)
+        ax.set_ylim(0, limit * 1.02)
+        ax.set_aspect("equal")
+        ax.set_xlabel("true distance (m)")
+        ax.set_ylabel("predicted distance (m)")
+        title = model
+        if stats is not None and model in stats.index:
+            r = stats.loc[model]
+            title += f"\nMAE {r['mae']:.3f} m, response rate {r['response_rate']:.2f}"
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
