@@ -77,10 +77,22 @@ class Evaluation:
         return None
 
     # ---- controller side ---------------------------------------------------------------------
+    # A module (imported only on the controller, when reports are written) with three functions:
+    #   summarize(outcomes, n_resamples, seed) -> DataFrame  the summary (`m`, `m_lo`, `m_hi`)
+    #   headline(summary) -> DataFrame  the rows printed at the end and shown in the HTML summary
+    #   write_outputs(outcomes, summary, out_dir, settings) -> list[Path]  report.md, plots...
+    summary_module: ClassVar[str] = ""
+
+    @classmethod
+    def _summary(cls):
+        return importlib.import_module(cls.summary_module)
+
     @classmethod
     def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
         """The summary table: one row per reporting group, with interval columns."""
-        raise NotImplementedError
+        return cls._summary().summarize(
+            outcomes, n_resamples=settings.bootstrap, seed=settings.seed
+        )
 
     @classmethod
     def write_outputs(
@@ -88,9 +100,9 @@ class Evaluation:
     ) -> list[Path]:
         """Evaluation-specific files beside summary.csv (report.md, plots), or elsewhere under
         settings.results_dir where the source's layout says so. Returns their paths."""
-        return []
+        return cls._summary().write_outputs(outcomes, summary, out_dir, settings)
 
     @classmethod
     def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
         """The rows and columns printed at the end of the run and shown in the HTML summary."""
-        return summary
+        return cls._summary().headline(summary)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from support.metrics import cluster_bootstrap, counts_by_cluster, safe_ratio
+from support.settings import RunSettings
 from support.types import Outcome
 
 METRICS = (
@@ -280,3 +281,14 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def write_outputs(
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
+) -> list[Path]:
+    """The source's nyu_distance_results.json, report.md and the prediction-vs-truth plot."""
+    return [
+        write_results_json(outcomes, out_dir / "nyu_distance_results.json"),
+        write_report(summary, outcomes, out_dir / "report.md"),
+        plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png"),
+    ]

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
 from support.engine import ModelClient
@@ -104,6 +103,7 @@ class NyuDistanceEvaluation(Evaluation):
     """Worker side: data, pairs, requests, scoring. Controller side: support.nyu.summary."""
 
     name: ClassVar[str] = "nyu_distance"
+    summary_module: ClassVar[str] = "support.nyu.summary"
     quick_samples: ClassVar[int] = 2  # images in the quick subset (x pairs per image cases)
 
     def __init__(self, mat: NyuMat, pairs: dict[int, list[PointPair]], marked_dir: Path) -> None:
@@ -258,28 +258,3 @@ class NyuDistanceEvaluation(Evaluation):
         )
         canvas.thumbnail((480, 480))
         return jpeg(canvas, quality=85)
-
-    # ---- controller side ---------------------------------------------------------------------
-    @classmethod
-    def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
-        from support.nyu.summary import summarize
-
-        return summarize(outcomes, n_resamples=settings.bootstrap, seed=settings.seed)
-
-    @classmethod
-    def write_outputs(
-        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
-    ) -> list[Path]:
-        from support.nyu.summary import plot_predictions, write_report, write_results_json
-
-        return [
-            write_results_json(outcomes, out_dir / "nyu_distance_results.json"),
-            write_report(summary, outcomes, out_dir / "report.md"),
-            plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png"),
-        ]
-
-    @classmethod
-    def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
-        from support.nyu.summary import headline
-
-        return headline(summary)

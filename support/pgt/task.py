@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 from PIL import Image, ImageDraw
 
 from support.engine import ModelClient
@@ -90,6 +89,7 @@ class PgtEvaluation(Evaluation):
     """Worker side: data, cases, the two stages, scoring. Controller side: support.pgt.summary."""
 
     name: ClassVar[str] = "pgt"
+    summary_module: ClassVar[str] = "support.pgt.summary"
     quick_samples: ClassVar[int] = 6
 
     def __init__(
@@ -353,24 +353,3 @@ class PgtEvaluation(Evaluation):
         buf = io.BytesIO()
         canvas.save(buf, format="JPEG", quality=85)
         return buf.getvalue()
-
-    # ---- controller side ---------------------------------------------------------------------
-    @classmethod
-    def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
-        from support.pgt.summary import summarize
-
-        return summarize(outcomes, n_resamples=settings.bootstrap, seed=settings.seed)
-
-    @classmethod
-    def write_outputs(
-        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
-    ) -> list[Path]:
-        from support.pgt.summary import write_outputs
-
-        return write_outputs(outcomes, summary, out_dir, settings)
-
-    @classmethod
-    def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
-        from support.pgt.summary import headline
-
-        return headline(summary)

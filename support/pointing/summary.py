@@ -17,6 +17,7 @@ import pandas as pd
 from support.metrics import binary_metrics, cluster_bootstrap, counts_by_cluster, safe_ratio
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.pointing.prompts import CONDITIONS
+from support.settings import RunSettings
 from support.types import Outcome
 
 METRICS = (
@@ -201,3 +202,10 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def write_outputs(
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
+) -> list[Path]:
+    """report.md and the per-organ F1 plot in the run folder."""
+    return [write_report(summary, out_dir / "report.md"), plot_f1_by_organ(summary, out_dir)]

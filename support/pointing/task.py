@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 from PIL import Image, ImageDraw
 
 from support.engine import ModelClient
@@ -74,6 +73,7 @@ class PointingEvaluation(Evaluation):
     """Worker side: data, cases, requests, scoring. Controller side: support.pointing.summary."""
 
     name: ClassVar[str] = "pointing"
+    summary_module: ClassVar[str] = "support.pointing.summary"
     quick_samples: ClassVar[int] = 5
 
     def __init__(self, source: str, prepared: Prepared, rows: list[int]) -> None:
@@ -283,24 +283,3 @@ class PointingEvaluation(Evaluation):
         buf = io.BytesIO()
         canvas.save(buf, format="JPEG", quality=80)
         return buf.getvalue()
-
-    # ---- controller side ---------------------------------------------------------------------
-    @classmethod
-    def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
-        from support.pointing.summary import summarize
-
-        return summarize(outcomes, n_resamples=settings.bootstrap, seed=settings.seed)
-
-    @classmethod
-    def write_outputs(
-        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
-    ) -> list[Path]:
-        from support.pointing.summary import plot_f1_by_organ, write_report
-
-        return [write_report(summary, out_dir / "report.md"), plot_f1_by_organ(summary, out_dir)]
-
-    @classmethod
-    def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
-        from support.pointing.summary import headline
-
-        return headline(summary)
