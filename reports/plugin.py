@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fixtures.options import MIN_METRICS_KEY, settings
+from fixtures.options import GATES_KEY, settings
 from fixtures.outcomes import OUTCOME_PROPERTY
 from support.evaluation import evaluation_class
 from support.outputs import markdown_table, usage_table, with_intervals, write_csv, write_jsonl
@@ -67,22 +67,25 @@ class ReportPlugin:
 
     def _check_gates(self) -> list[str]:
         failed = []
-        for name, metric, threshold in self.config.stash.get(MIN_METRICS_KEY, []):
+        for name, metric, threshold, bound in self.config.stash.get(GATES_KEY, []):
+            option = f"--{bound}-metric {name}.{metric}"
             if name not in self.summaries:
-                failed.append(f"--min-metric {name}.{metric}: no outcomes of {name} in this run")
+                failed.append(f"{option}: no outcomes of {name} in this run")
                 continue
             rows = evaluation_class(name).headline(self.summaries[name])
             if metric not in rows:
                 failed.append(
-                    f"--min-metric {name}.{metric}: unknown metric; "
+                    f"{option}: unknown metric; "
                     f"known: {', '.join(c for c in rows.columns if not c.endswith(('_lo', '_hi')))}"
                 )
                 continue
             for _, row in rows.iterrows():
                 value = row[metric]
-                if not isinstance(value, float | int) or math.isnan(value) or value < threshold:
+                undefined = not isinstance(value, float | int) or math.isnan(value)
+                if undefined or (value < threshold if bound == "min" else value > threshold):
                     where = ", ".join(f"{k}={row[k]}" for k in rows.columns[:3])
-                    failed.append(f"{name}.{metric} = {value} < {threshold} ({where})")
+                    sign = "<" if bound == "min" else ">"
+                    failed.append(f"{name}.{metric} = {value} {sign} {threshold} ({where})")
         return failed
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

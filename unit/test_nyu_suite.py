@@ -56,7 +56,8 @@ def run(pytester: pytest.Pytester, tmp_path: Path):
 
 def test_oracle_reads_mae_zero_on_the_default_data(run, tmp_path):
     html = tmp_path / "report.html"
-    result, out = run("--model=oracle", f"--html={html}", "--self-contained-html")
+    gate = ("--max-metric", "nyu_distance.mae=0.001")
+    result, out = run("--model=oracle", f"--html={html}", "--self-contained-html", *gate)
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=8 * 3)  # the synthetic default: 8 images x 3 pairs
     assert (tmp_path / "cache" / "synthetic").is_dir()  # built on first use in the cache
@@ -89,9 +90,12 @@ def test_oracle_reads_mae_zero_on_the_default_data(run, tmp_path):
 
 def test_chance_is_wrong_and_xdist_gives_the_same_summary(run, nyu_mat):
     args = ("--model=chance,oracle", "-m", "quick", f"--nyu-mat={nyu_mat}", "--pairs-per-image=2")
-    serial, out1 = run(*args, run_id="serial")
+    gate = ("--max-metric", "nyu_distance.mae=0.001")  # lower is better: chance fails it
+    serial, out1 = run(*args, *gate, run_id="serial")
     parallel, out2 = run(*args, "-n", "2", run_id="xdist", cache="fresh")
-    assert serial.ret == parallel.ret == 0, serial.stdout.str() + parallel.stdout.str()
+    assert parallel.ret == 0, parallel.stdout.str()
+    assert serial.ret == 1 and "GATE FAILED: nyu_distance.mae = " in serial.stdout.str()
+    assert "(model=chance" in serial.stdout.str() and "(model=oracle" not in serial.stdout.str()
     serial.assert_outcomes(passed=2 * 2 * 2)  # quick: 2 images x 2 pairs x 2 models
     assert "2 workers" in parallel.stdout.str()
     assert (out1 / "summary.csv").read_bytes() == (out2 / "summary.csv").read_bytes()
