@@ -11,6 +11,7 @@ import importlib
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 
 from support.engine import ModelClient
@@ -23,6 +24,15 @@ EVALUATIONS: dict[str, str] = {
     "pgt": "support.pgt.task:PgtEvaluation",
     "nyu_distance": "support.nyu.task:NyuDistanceEvaluation",
 }
+
+
+def linspace_subset(items: list[int], n: int | None) -> list[int]:
+    """`n` evenly spaced items (np.linspace over positions, as the sources): what `--samples N`
+    and the `quick` subsets take from an evaluation's items; all when n is None."""
+    if n is None or n >= len(items):
+        return list(items)
+    positions = np.linspace(0, len(items) - 1, n, dtype=int)
+    return [items[i] for i in dict.fromkeys(positions.tolist())]
 
 
 def evaluation_class(name: str) -> type[Evaluation]:

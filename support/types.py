@@ -80,9 +80,7 @@ class Part:
         PIL's `Image.save`, e.g. compress_level) or from already encoded bytes."""
         if isinstance(image, bytes | bytearray):
             return cls(image=bytes(image), mime=_sniff_mime(bytes(image)))
-        buf = io.BytesIO()
-        image.save(buf, format=fmt, **save_options)
-        return cls(image=buf.getvalue(), mime=f"image/{fmt.lower()}")
+        return cls(image=encode_image(image, fmt, **save_options), mime=f"image/{fmt.lower()}")
 
     @property
     def is_image(self) -> bool:
@@ -97,6 +95,14 @@ class Part:
         if self.image is not None:
             return {"image_sha256": self.image_sha256, "mime": self.mime}
         return {"text": self.text or ""}
+
+
+def encode_image(image: Any, fmt: str = "PNG", **save_options: Any) -> bytes:
+    """A PIL image encoded as `fmt` bytes; `save_options` go to PIL's `Image.save` (e.g. quality,
+    compress_level)."""
+    buf = io.BytesIO()
+    image.save(buf, format=fmt, **save_options)
+    return buf.getvalue()
 
 
 def _sniff_mime(data: bytes) -> str:

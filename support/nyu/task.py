@@ -26,17 +26,16 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from support.engine import ModelClient
-from support.evaluation import Evaluation
+from support.evaluation import Evaluation, linspace_subset
 from support.memo import OnceCache
 from support.nyu.mat import NyuMat
 from support.nyu.pairs import PointPair, grid, pair_rng, sample_pairs
 from support.nyu.parser import DistanceAnswer, format_distance, parse_answer
 from support.nyu.prompts import MAX_TOKENS, PROMPT
 from support.outputs import atomic_write
-from support.pointing.task import linspace_subset
 from support.settings import RunSettings
 from support.synthetic.nyu_depth import ensure_nyu_mat
-from support.types import Case, Outcome, Part, Request, Response, Usage
+from support.types import Case, Outcome, Part, Request, Response, Usage, encode_image
 
 PAIRS_PER_IMAGE = 3  # as the source
 DELTA_THRESHOLD = 1.25  # `correct` when max(pred/gt, gt/pred) < this
@@ -80,12 +79,6 @@ def mark_pair(rgb: np.ndarray, pair: PointPair) -> Image.Image:
     draw_cross(draw, pair.point1, RED, "A")
     draw_cross(draw, pair.point2, BLUE, "B")
     return image
-
-
-def jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:
-    buf = io.BytesIO()
-    image.save(buf, format="JPEG", quality=quality)
-    return buf.getvalue()
 
 
 def parse_pairs_per_image(value: str | int | None) -> int:
@@ -168,7 +161,9 @@ class NyuDistanceEvaluation(Evaluation):
         return self._marked.get(key, lambda k: self._make_marked(k, self.pair(case)))
 
     def _make_marked(self, key: tuple[int, int], pair: PointPair) -> bytes:
-        data = jpeg(mark_pair(self._rgb.get(key[0], self.mat.image), pair))
+        data = encode_image(
+            mark_pair(self._rgb.get(key[0], self.mat.image), pair), "JPEG", quality=JPEG_QUALITY
+        )
         atomic_write(self.marked_path(*key), lambda f: f.write(data))
         return data
 
@@ -257,4 +252,4 @@ class NyuDistanceEvaluation(Evaluation):
             (8, image.height + 5), text, fill=(0, 0, 0), font=ImageFont.load_default(size=18)
         )
         canvas.thumbnail((480, 480))
-        return jpeg(canvas, quality=85)
+        return encode_image(canvas, "JPEG", quality=85)

@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from support.engine import ModelClient
-from support.evaluation import Evaluation
+from support.evaluation import Evaluation, linspace_subset
 from support.memo import OnceCache
 from support.pgt.answers import LABELS, extract_prediction, majority_vote
 from support.pgt.dataset import PgtDataset, load_csv, resolve_csv
@@ -31,7 +31,7 @@ from support.pgt.layout import result_dir
 from support.pgt.phrases import BASELINE, MODES, PHRASES, QUESTION, Prompt, build_prompt
 from support.settings import RunSettings
 from support.synthetic.pgt_images import ensure_pgt_sample
-from support.types import Case, Outcome, Part, Request, Response, Usage
+from support.types import Case, Outcome, Part, Request, Response, Usage, encode_image
 
 FINAL_ANSWER_CUE = "\n\nFinal Answer (real/ai-generated):"  # stage 2 continues after it
 STAGE1_MAX_TOKENS = 512  # reasoning
@@ -59,13 +59,6 @@ class ReasoningSpace:
 def oracle_reasoning(label: str) -> str:
     """What a perfect model reasons: ends on the right label (the `oracle`'s stage-1 target)."""
     return f" The textures, lighting and details show that this image is {label}."
-
-
-def linspace_subset(n_items: int, n: int | None) -> list[int]:
-    """`n` evenly spaced positions (np.linspace, as the pointing evaluation); all when None."""
-    if n is None or n >= n_items:
-        return list(range(n_items))
-    return list(dict.fromkeys(np.linspace(0, n_items - 1, n, dtype=int).tolist()))
 
 
 def full_prompt_text(request: Request) -> str:
@@ -107,8 +100,7 @@ class PgtEvaluation(Evaluation):
         self.ns = ns
         self.examples = [dataset.examples[i] for i in positions]
         self.by_row = {e.row: e for e in self.examples}
-        quick = linspace_subset(len(self.examples), self.quick_samples)
-        self.quick_rows = {self.examples[i].row for i in quick}
+        self.quick_rows = set(linspace_subset([e.row for e in self.examples], self.quick_samples))
         self.settings = settings
         self._images: OnceCache[int, Part] = OnceCache(512)
         self._kept: dict[Path, list[tuple[Path, set[str]]]] = {}
@@ -130,7 +122,7 @@ class PgtEvaluation(Evaluation):
         if data.get("pgt_debug"):
             positions = list(range(min(DEBUG_EXAMPLES, len(dataset.examples))))
         else:
-            positions = linspace_subset(len(dataset.examples), settings.samples)
+            positions = linspace_subset(list(range(len(dataset.examples))), settings.samples)
         return cls(dataset, phrases, modes, ns, positions, settings)
 
     def methods(self) -> list[tuple[str, str | None]]:
@@ -350,6 +342,4 @@ class PgtEvaluation(Evaluation):
         color = (0, 128, 0) if outcome.status == "correct" else (200, 0, 0)
         draw.text((4, picture.height + 3), f"truth: {case.params['label']}", fill="black")
         draw.text((4, picture.height + 18), f"vote: {predicted} {votes}", fill=color)
-        buf = io.BytesIO()
-        canvas.save(buf, format="JPEG", quality=85)
-        return buf.getvalue()
+        return encode_image(canvas, "JPEG", quality=85)

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from support.engine import ModelClient
-from support.evaluation import Evaluation
+from support.evaluation import Evaluation, linspace_subset
 from support.geometry import Letterbox, canvas_mask, interior_point, letterbox, mask_outline
 from support.memo import OnceCache
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS, ORGAN_SLUGS
@@ -35,7 +35,7 @@ from support.pointing.prompts import (
 )
 from support.settings import RunSettings
 from support.synthetic.cholecseg8k import ensure_cholecseg8k
-from support.types import Case, Outcome, Part, Request, Response, Usage
+from support.types import Case, Outcome, Part, Request, Response, Usage, encode_image
 
 CANVAS = (768, 768)  # (width, height) canvas px
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
@@ -54,14 +54,6 @@ class PointingAnswerSpace:
         present = int(rng.integers(2))
         point = (int(rng.integers(self.canvas[0])), int(rng.integers(self.canvas[1])))
         return format_pointing(self.organ_name, present, point if present else None)
-
-
-def linspace_subset(items: list[int], n: int | None) -> list[int]:
-    """`n` evenly spaced items (np.linspace over positions, as the source); all when n is None."""
-    if n is None or n >= len(items):
-        return list(items)
-    positions = np.linspace(0, len(items) - 1, n, dtype=int)
-    return [items[i] for i in dict.fromkeys(positions.tolist())]
 
 
 def prepared_dir(cache_dir: Path, key: str) -> Path:
@@ -280,6 +272,4 @@ class PointingEvaluation(Evaluation):
             draw.line([(x, y - 12), (x, y + 12)], fill=(255, 0, 0), width=3)
             draw.ellipse([(x - 7, y - 7), (x + 7, y + 7)], outline=(255, 255, 255), width=2)
         canvas.thumbnail((384, 384))
-        buf = io.BytesIO()
-        canvas.save(buf, format="JPEG", quality=80)
-        return buf.getvalue()
+        return encode_image(canvas, "JPEG", quality=80)

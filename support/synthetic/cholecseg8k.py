@@ -15,7 +15,6 @@ outside the class table (a 1-px frame border and instrument outlines), which dec
 from __future__ import annotations
 
 import argparse
-import io
 import math
 import os
 import tempfile
@@ -28,6 +27,7 @@ from PIL import Image, ImageDraw
 
 from support.outputs import build_once
 from support.pointing.classes import CLASS_TO_COLOR
+from support.types import encode_image
 
 WIDTH, HEIGHT = 854, 480  # pixels, as the real frames
 VERSION = "v1"  # bump when the rendering changes: it names the cache folder
@@ -171,9 +171,7 @@ def _draw_labels(layout: dict[int, dict], f: int) -> np.ndarray:
 
 def _png(arr: np.ndarray) -> bytes:
     """(H, W) grey or (H, W, 3) RGB uint8 -> PNG bytes (fast zlib level: the data is synthetic)."""
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
+    return encode_image(Image.fromarray(arr), "PNG", compress_level=1)
 
 
 def _render_frame(seed: int, v: int, f: int, layout: dict[int, dict]) -> dict[str, bytes]:
