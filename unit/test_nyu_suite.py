@@ -10,8 +10,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-NYU = str(REPO / "evals" / "nyu_distance")
 SOURCE_FIELDS = {
     "image_idx",
     "pair_idx",
@@ -32,23 +30,11 @@ def nyu_mat(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def run(pytester: pytest.Pytester, tmp_path: Path):
+def run(run_suite):
     """run(*args, run_id=...) -> (RunResult, results folder of the nyu_distance run)."""
 
     def _run(*args: str, run_id: str = "r1", cache: str = "cache"):
-        results = tmp_path / "results"
-        argv = [
-            NYU,
-            f"--rootdir={REPO}",
-            f"--cache-dir={tmp_path / cache}",
-            f"--results-dir={results}",
-            f"--run-id={run_id}",
-            "--bootstrap=200",
-            "-p",
-            "no:cacheprovider",
-            *args,
-        ]
-        result = pytester.runpytest_subprocess(*argv, timeout=300)
+        result, results = run_suite("nyu_distance", *args, run_id=run_id, cache=cache)
         return result, results / "nyu_distance" / run_id
 
     return _run

@@ -11,8 +11,6 @@ import pytest
 
 from support.pgt.phrases import MODES
 
-REPO = Path(__file__).resolve().parents[1]
-PGT = str(REPO / "evals" / "pgt")
 # the keys of the source's example files
 PERFORMANCE_KEYS = {"model", "dataset", "phrase", "mode", "n_responses", "metrics"}
 METRIC_KEYS = {
@@ -34,25 +32,11 @@ def sample(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def run(pytester: pytest.Pytester, sample: Path, tmp_path: Path):
+def run(run_suite, sample: Path):
     """run(*args, run_id=...) -> (RunResult, results root)."""
 
     def _run(*args: str, run_id: str = "r1", dataset: str | None = None):
-        results = tmp_path / "results"
-        argv = [
-            PGT,
-            f"--rootdir={REPO}",
-            f"--pgt-dataset={dataset or sample}",
-            f"--cache-dir={tmp_path / 'cache'}",
-            f"--results-dir={results}",
-            f"--run-id={run_id}",
-            "--bootstrap=200",
-            "-p",
-            "no:cacheprovider",
-            "-rs",
-            *args,
-        ]
-        return pytester.runpytest_subprocess(*argv, timeout=300), results
+        return run_suite("pgt", f"--pgt-dataset={dataset or sample}", "-rs", *args, run_id=run_id)
 
     return _run
 

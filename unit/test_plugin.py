@@ -14,8 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-POINTING = str(REPO / "evals" / "pointing")
 METRICS = ["accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate"]
 
 
@@ -27,26 +25,13 @@ def cholecseg8k(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def run(pytester: pytest.Pytester, cholecseg8k: Path, tmp_path: Path):
+def run(run_suite, cholecseg8k: Path):
     """run(*args, cache="c") -> (RunResult, results folder of the pointing run)."""
 
     def _run(*args: str, cache: str = "cache", run_id: str = "r1", plugins: str | None = None):
-        results = tmp_path / "results"
-        argv = [
-            POINTING,
-            f"--rootdir={REPO}",
-            f"--cholecseg8k={cholecseg8k}",
-            f"--cache-dir={tmp_path / cache}",
-            f"--results-dir={results}",
-            f"--run-id={run_id}",
-            "--bootstrap=200",
-            "-p",
-            "no:cacheprovider",
-            *args,
-        ]
-        if plugins:
-            argv += ["-p", plugins]
-        result = pytester.runpytest_subprocess(*argv, timeout=300)
+        extra = ["-p", plugins] if plugins else []
+        data = f"--cholecseg8k={cholecseg8k}"
+        result, results = run_suite("pointing", data, *args, *extra, run_id=run_id, cache=cache)
         return result, results / "pointing" / run_id
 
     return _run
