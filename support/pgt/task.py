@@ -156,7 +156,7 @@ class PgtEvaluation(Evaluation):
         return case.params["row"] in self.quick_rows
 
     def locality(self, case: Case) -> str:
-        return f"r{case.params['row']}"
+        return f"r{case.params['row']:05d}"  # also the bootstrap cluster: one image
 
     # ---- results the source keeps ------------------------------------------------------------
     def combination_dir(self, case: Case, model: str) -> Path:
@@ -272,7 +272,7 @@ class PgtEvaluation(Evaluation):
             model=model,
             status=status,
             group=self.group(case),
-            cluster=f"r{case.params['row']:05d}",
+            cluster=self.locality(case),
             scores={
                 "y_true": label,
                 "y_pred": vote.prediction,
@@ -317,7 +317,7 @@ class PgtEvaluation(Evaluation):
             model=model,
             status="error",
             group=self.group(case),
-            cluster=f"r{case.params['row']:05d}",
+            cluster=self.locality(case),
             scores={"y_true": case.params["label"], "y_pred": None},
             target={"label": case.params["label"], "generator": case.params["generator"]},
             error=message,
