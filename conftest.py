@@ -1,10 +1,3 @@
-"""Root conftest: registers the suite's plugins and nothing else."""
+"""Root conftest: registers the suite's plugins (fixtures.suite) and nothing else."""
 
-pytest_plugins = [
-    "fixtures.options",
-    "fixtures.models",
-    "fixtures.datasets",
-    "fixtures.outcomes",
-    "reports.plugin",
-    "reports.html",
-]
+pytest_plugins = ["fixtures.suite"]

@@ -1,104 +1,99 @@
 """The reporting plugin: collects outcomes on the controller and writes session metrics.
 
-Registered only on the controller (never on xdist workers). Outcomes arrive through
-`report.user_properties`, the channel that crosses xdist; at session finish each evaluation's
-class turns its outcomes into a summary table and files under results/<evaluation>/<run-id>/.
+Registered only on the controller (never on xdist workers), by fixtures.options once the run's
+settings are known. Outcomes arrive as plain JSON on a report attribute (`vlmbench_outcomes`, set
+by fixtures.outcomes on the report of the phase that produced them; xdist serialises report
+attributes, as it does pytest-html's extras). At session finish each evaluation's summary module
+turns its outcomes into a summary table and files under results/<evaluation>/<run-id>/; workers
+write no files.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from fixtures.options import GATES_KEY, settings
-from fixtures.outcomes import OUTCOME_PROPERTY
-from support.evaluation import evaluation_class
+from reports.gates import Gate, failed_gates
+from support import evaluations
 from support.outputs import markdown_table, usage_table, with_intervals, write_csv, write_jsonl
+from support.settings import RunSettings
 from support.types import Outcome
 
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
+OUTCOMES_ATTR = "vlmbench_outcomes"  # TestReport attribute: list of Outcome JSON dicts
 MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary
 
 
-class ReportPlugin:
-    """Outcomes -> SessionMetrics (summary tables) -> files, terminal summary, exit gates."""
+def interval_label(run: RunSettings) -> str:
+    """What the brackets of the printed tables are."""
+    if run.bootstrap <= 0:
+        return "no intervals: --bootstrap 0"
+    return "95% bootstrap intervals"
 
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.outcomes: dict[str, Outcome] = {}  # by nodeid: each phase's report repeats them
+
+class ReportPlugin:
+    """Outcomes -> summary tables -> files, terminal summary, exit gates."""
+
+    def __init__(self, run: RunSettings, gates: list[Gate]) -> None:
+        self.run = run
+        self.gates = gates
+        self.outcomes: dict[tuple[str, str], Outcome] = {}  # (evaluation, case_id) -> outcome
         self.summaries: dict[str, pd.DataFrame] = {}
+        self.headlines: dict[str, pd.DataFrame] = {}
         self.files: dict[str, list[Path]] = {}
         self.gate_messages: list[str] = []
         self.usage: dict[str, pd.DataFrame] = {}
+        self.engine_stats: dict[str, list[Mapping[str, Any]]] = {}  # process -> per-model stats
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        for name, value in report.user_properties:
-            if name == OUTCOME_PROPERTY and report.nodeid not in self.outcomes:
-                self.outcomes[report.nodeid] = Outcome.from_json(json.loads(value))
+        for d in getattr(report, OUTCOMES_ATTR, None) or ():
+            o = Outcome.from_json(d)
+            self.outcomes.setdefault((o.evaluation, o.case_id), o)
+
+    def add_engine_stats(self, process: str, stats: list[Mapping[str, Any]]) -> None:
+        """One process's per-model engine statistics (see fixtures.distribution)."""
+        if stats:
+            self.engine_stats[process] = stats
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        s = settings(self.config)
+        run = self.run
         by_eval: dict[str, list[Outcome]] = defaultdict(list)
         for o in self.outcomes.values():
             by_eval[o.evaluation].append(o)
         for name, outs in sorted(by_eval.items()):
             outs.sort(key=lambda o: (o.model, o.case_id))
-            out_dir = s.results_dir / name / s.run_id
+            out_dir = run.results_dir / name / run.run_id
             # the raw rows first: whatever fails after them, no computed outcome is lost
             self.files[name] = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
-            cls = evaluation_class(name)
-            summary = cls.summarize(outs, s)
+            module = evaluations.spec(name).summary_module()
+            summary = module.summarize(outs, n_resamples=run.bootstrap, seed=run.seed)
+            self.summaries[name] = summary
+            self.headlines[name] = module.headline(summary)
             self.usage[name] = usage_table(outs)
             self.files[name] += [
                 write_csv(summary, out_dir / "summary.csv"),
                 write_csv(self.usage[name], out_dir / "usage.csv"),
-                *cls.write_outputs(outs, summary, out_dir, s),
+                *module.write_outputs(outs, summary, out_dir, run),
             ]
-            self.summaries[name] = summary
-        self.gate_messages = self._check_gates()
+        self.gate_messages = failed_gates(self.gates, self.headlines)
         if self.gate_messages and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _check_gates(self) -> list[str]:
-        failed = []
-        for name, metric, threshold, bound in self.config.stash.get(GATES_KEY, []):
-            option = f"--{bound}-metric {name}.{metric}"
-            if name not in self.summaries:
-                failed.append(f"{option}: no outcomes of {name} in this run")
-                continue
-            rows = evaluation_class(name).headline(self.summaries[name])
-            if metric not in rows:
-                failed.append(
-                    f"{option}: unknown metric; "
-                    f"known: {', '.join(c for c in rows.columns if not c.endswith(('_lo', '_hi')))}"
-                )
-                continue
-            for _, row in rows.iterrows():
-                value = row[metric]
-                undefined = not isinstance(value, float | int) or math.isnan(value)
-                if undefined or (value < threshold if bound == "min" else value > threshold):
-                    where = ", ".join(f"{k}={row[k]}" for k in rows.columns[:3])
-                    sign = "<" if bound == "min" else ">"
-                    failed.append(f"{name}.{metric} = {value} {sign} {threshold} ({where})")
-        return failed
-
     def pytest_terminal_summary(self, terminalreporter) -> None:
         tr = terminalreporter
-        for name, summary in self.summaries.items():
-            cls = evaluation_class(name)
-            tr.write_sep("=", f"vlmbench: {name} (95% bootstrap intervals)")
-            headline = cls.headline(summary)
+        for name, headline in self.headlines.items():
+            tr.write_sep("=", f"vlmbench: {name} ({interval_label(self.run)})")
             metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
             tr.write_line(markdown_table(with_intervals(headline, metrics)))
             outs = [o for o in self.outcomes.values() if o.evaluation == name]
-            sent = sum(int(o.extra.get("backend_calls", 0)) for o in outs)
-            cached = sum(int(o.extra.get("cache_hits", 0)) for o in outs)
+            sent = sum(o.backend_calls for o in outs)
+            cached = sum(o.cache_hits for o in outs)
             tr.write_line(
                 f"cases: {len(outs)}; model calls: {sent} sent, {cached} served from cache; "
                 f"statuses: {dict(sorted(Counter(o.status for o in outs).items()))}"
@@ -112,13 +107,19 @@ class ReportPlugin:
                 tr.write_line(f"wrote {path}")
             if len(files) > MAX_LISTED_FILES:
                 tr.write_line(f"... and {len(files) - MAX_LISTED_FILES} more files")
+        rows = [
+            {"process": p, **s} for p, stats in sorted(self.engine_stats.items()) for s in stats
+        ]
+        if rows:
+            tr.write_sep("-", "vlmbench: engine (per process and model)")
+            tr.write_line(markdown_table(pd.DataFrame(rows)))
         for msg in self.gate_messages:
             tr.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput"):  # xdist worker: the controller reports
-        return
-    plugin = ReportPlugin(config)
+def register_reporter(config: pytest.Config, run: RunSettings, gates: list[Gate]) -> ReportPlugin:
+    """Create and register the controller's reporter (called once, at configure)."""
+    plugin = ReportPlugin(run, gates)
     config.stash[REPORT_PLUGIN_KEY] = plugin
     config.pluginmanager.register(plugin, "vlmbench-report")
+    return plugin

@@ -1,7 +1,9 @@
 """Content-addressed response cache, shared safely by processes (xdist workers) and runs.
 
-key = sha256 of the model identity (provider, model id, revision, backend version) and the
-canonical request (system, parts with image bytes hashed, prefill, sampling parameters, n, seed).
+key = sha256 of SCHEMA_VERSION, the model identity (`Backend.identity`: what determines the
+answers, e.g. provider, model id, endpoint, revision; never an SDK or library version, so upgrades
+keep the cache) and the canonical request (system, parts with image bytes hashed, prefill, sampling
+parameters, n, seed). Bump SCHEMA_VERSION to invalidate every stored answer deliberately.
 Storage is one sqlite file in WAL mode: concurrent readers and writers across processes, each
 write atomic, so a run killed midway keeps every response that completed. Errors are never stored.
 """
@@ -20,11 +22,12 @@ from filelock import FileLock
 
 from support.types import Request, Response, canonical_json, sha256_hex
 
-SCHEMA_VERSION = 1
+# 2: API identities name the endpoint instead of the SDK version; hf: names the device type
+SCHEMA_VERSION = 2
 
 
 def cache_key(identity: Mapping[str, Any], request: Request, with_hints: bool = False) -> str:
-    """The content address of a request to one model (identity: provider, model, revision...)."""
+    """The content address of a request to one model (identity: provider, model, endpoint...)."""
     material = {
         "v": SCHEMA_VERSION,
         "model": dict(identity),

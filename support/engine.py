@@ -166,6 +166,26 @@ class ModelClient:
         self._sem: asyncio.Semaphore | None = None
         batch = max_batch if max_batch is not None else backend.max_batch
         self.batcher = MicroBatcher(backend.generate_batch, batch) if batch and batch > 1 else None
+        self.sent = 0  # requests that reached the backend (errors included)
+        self.cache_hits = 0
+        self.in_flight = 0  # requests at the backend now
+        self.peak_in_flight = 0
+
+    def stats(self) -> dict[str, object]:
+        """What this client did in this process: requests, cache hits, peak requests in flight
+        and the local engine's batches (empty when it did nothing)."""
+        if not (self.sent or self.cache_hits):
+            return {}
+        sizes = self.batcher.batch_sizes if self.batcher is not None else []
+        return {
+            "model": self.name,
+            "sent": self.sent,
+            "cache_hits": self.cache_hits,
+            "peak_in_flight": self.peak_in_flight,
+            "batches": len(sizes),
+            "mean_batch": round(sum(sizes) / len(sizes), 2) if sizes else None,
+            "max_batch": max(sizes, default=None),
+        }
 
     def key(self, request: Request) -> str:
         return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)
@@ -175,16 +195,17 @@ class ModelClient:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                self.cache_hits += 1
                 return hit
         start = time.perf_counter()
         try:
             if self.batcher is not None:
-                response = await self.batcher.submit(request)
+                response = await self._counted(self.batcher.submit(request))
             else:
                 if self._sem is None:
                     self._sem = asyncio.Semaphore(self.concurrency)
                 async with self._sem:
-                    response = await self.backend.generate(request)
+                    response = await self._counted(self.backend.generate(request))
         except BackendError:
             raise
         except Exception as exc:  # a backend bug or an SDK error the backend did not wrap
@@ -194,6 +215,15 @@ class ModelClient:
         if self.cache is not None:
             self.cache.put(key, response)
         return response
+
+    async def _counted(self, call: Awaitable[Response]) -> Response:
+        self.sent += 1
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await call
+        finally:
+            self.in_flight -= 1
 
     async def aclose(self) -> None:
         await self.backend.aclose()

@@ -1,29 +1,100 @@
-"""The contract every evaluation implements, and the flat registry of evaluations.
+"""The contract every evaluation implements: its spec (options, settings) and its class.
 
-An evaluation is data + solver + scorer. On the worker side (where tests run) it lists its cases at
-collection time and evaluates them; on the controller side (where reports are written, possibly in
-another process under xdist) its class methods turn outcomes into a summary table and files.
+An evaluation is a plugin in three parts, none of which the core names:
+
+- an `EvaluationSpec` (a light module, imported when pytest starts): the name, the title of its
+  option group, its `Option`s, `configure(values, run) -> settings` (validation; an `OptionError`
+  becomes a usage error naming the option), and where its two halves live;
+- the `Evaluation` class (worker side, where tests run): loads the data, lists the cases and
+  evaluates them: `evaluate(case, client)` returns `Verdict`s, the core builds the outcomes;
+- a summary module (controller side, where reports are written, possibly in another process
+  under xdist) with three functions:
+    summarize(outcomes, run) -> DataFrame            the summary (`m`, `m_lo`, `m_hi` columns)
+    headline(summary) -> DataFrame                   the rows printed at the end and in the HTML
+    write_outputs(outcomes, summary, out_dir, run) -> list[Path]   report.md, plots, ...
+
+`support.evaluations` is the one registry (name -> spec). The library never imports pytest.
 """
 
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 
-from support.engine import ModelClient
 from support.settings import RunSettings
-from support.types import Case, Outcome
+from support.types import Case, Outcome, Verdict
 
-# name -> "module:Class", imported only when the evaluation is used
-EVALUATIONS: dict[str, str] = {
-    "pointing": "support.pointing.task:PointingEvaluation",
-    "pgt": "support.pgt.task:PgtEvaluation",
-    "nyu_distance": "support.nyu.task:NyuDistanceEvaluation",
-}
+
+class OptionError(ValueError):
+    """A bad option value: `option` is the flag (e.g. "--my-eval-n"), the message says why."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message if message.startswith(option) else f"{option}: {message}")
+        self.option = option
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option of an evaluation (a pytest option in the evaluation's group).
+
+    `action` is argparse's ("store", "store_true", "append"); `type` converts the text (argparse
+    errors name the option too); semantic checks belong in the spec's `configure`.
+    """
+
+    flag: str  # "--my-eval-n"
+    help: str
+    default: Any = None
+    metavar: str | None = None
+    action: str = "store"
+    type: Callable[[str], Any] | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"action": self.action, "help": self.help, "dest": self.dest}
+        kwargs["default"] = [] if self.action == "append" and self.default is None else self.default
+        if self.action not in ("store_true", "store_false"):
+            if self.metavar:
+                kwargs["metavar"] = self.metavar
+            if self.type is not None:
+                kwargs["type"] = self.type
+        return kwargs
+
+
+def _no_settings(values: Mapping[str, Any], run: RunSettings) -> Mapping[str, Any]:
+    return dict(values)
+
+
+@dataclass(frozen=True)
+class EvaluationSpec:
+    """What the core needs to know of an evaluation before loading it.
+
+    `evaluation` is "module:Class" of the worker side, `summary` the controller side's module;
+    both are imported only when used. `configure(values, run)` turns the parsed option values
+    (by dest) into the evaluation's settings object, raising OptionError on a bad value; it runs
+    at configure time in every process, so it must be deterministic and cheap.
+    """
+
+    name: str
+    title: str
+    evaluation: str
+    summary: str
+    options: Sequence[Option] = ()
+    configure: Callable[[Mapping[str, Any], RunSettings], Any] = field(default=_no_settings)
+
+    def evaluation_class(self) -> type[Evaluation]:
+        module, _, attr = self.evaluation.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def summary_module(self) -> ModuleType:
+        return importlib.import_module(self.summary)
 
 
 def linspace_subset(items: list[int], n: int | None) -> list[int]:
@@ -35,26 +106,16 @@ def linspace_subset(items: list[int], n: int | None) -> list[int]:
     return [items[i] for i in dict.fromkeys(positions.tolist())]
 
 
-def evaluation_class(name: str) -> type[Evaluation]:
-    """The Evaluation class registered under `name`."""
-    try:
-        target = EVALUATIONS[name]
-    except KeyError:
-        raise ValueError(f"unknown evaluation {name!r}; known: {sorted(EVALUATIONS)}") from None
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 class Evaluation:
-    """Base class. Subclasses fill in the worker-side and controller-side halves."""
+    """Base class of the worker side: data, cases, requests, scoring."""
 
     name: ClassVar[str] = ""
     quick_samples: ClassVar[int] = 5  # samples in the `quick` subset
 
-    # ---- worker side -------------------------------------------------------------------------
     @classmethod
-    def load(cls, settings: RunSettings) -> Evaluation:
-        """Open (or build) the data and plans; called once per process at collection time."""
+    def load(cls, run: RunSettings, settings: Any) -> Evaluation:
+        """Open (or build) the data and plans; called once per process at collection time, with
+        the run's settings and this evaluation's own (from its spec's `configure`)."""
         raise NotImplementedError
 
     def cases(self) -> list[Case]:
@@ -66,15 +127,13 @@ class Evaluation:
         raise NotImplementedError
 
     def locality(self, case: Case) -> str:
-        """Cases with the same locality share expensive inputs (e.g. one decoded image)."""
+        """Cases with the same locality share expensive inputs (e.g. one decoded image) and go
+        to the same xdist worker; a case and the case it waits for (`after`) must share it."""
         return case.id
 
-    async def evaluate(self, case: Case, client: ModelClient) -> Outcome:
-        """Build the request(s), await the model, parse and score: one Outcome."""
-        raise NotImplementedError
-
-    def error_outcome(self, case: Case, model: str, message: str) -> Outcome:
-        """The outcome recorded when the pipeline broke for this case."""
+    async def evaluate(self, case: Case, client: Any) -> Verdict | list[Verdict]:
+        """Build the request(s), await `client.generate` (a support.runner.CaseClient), parse
+        and score: the domain part of the outcome(s)."""
         raise NotImplementedError
 
     def skip_reasons(self, selected: list[tuple[Case, str]]) -> list[str | None]:
@@ -85,34 +144,3 @@ class Evaluation:
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """An image (JPEG/PNG bytes) that shows the case and the prediction, for the HTML report."""
         return None
-
-    # ---- controller side ---------------------------------------------------------------------
-    # A module (imported only on the controller, when reports are written) with three functions:
-    #   summarize(outcomes, n_resamples, seed) -> DataFrame  the summary (`m`, `m_lo`, `m_hi`)
-    #   headline(summary) -> DataFrame  the rows printed at the end and shown in the HTML summary
-    #   write_outputs(outcomes, summary, out_dir, settings) -> list[Path]  report.md, plots...
-    summary_module: ClassVar[str] = ""
-
-    @classmethod
-    def _summary(cls):
-        return importlib.import_module(cls.summary_module)
-
-    @classmethod
-    def summarize(cls, outcomes: list[Outcome], settings: RunSettings) -> pd.DataFrame:
-        """The summary table: one row per reporting group, with interval columns."""
-        return cls._summary().summarize(
-            outcomes, n_resamples=settings.bootstrap, seed=settings.seed
-        )
-
-    @classmethod
-    def write_outputs(
-        cls, outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
-    ) -> list[Path]:
-        """Evaluation-specific files beside summary.csv (report.md, plots), or elsewhere under
-        settings.results_dir where the source's layout says so. Returns their paths."""
-        return cls._summary().write_outputs(outcomes, summary, out_dir, settings)
-
-    @classmethod
-    def headline(cls, summary: pd.DataFrame) -> pd.DataFrame:
-        """The rows and columns printed at the end of the run and shown in the HTML summary."""
-        return cls._summary().headline(summary)

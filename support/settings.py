@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -13,7 +14,7 @@ class RunSettings:
 
     models: tuple[str, ...] = ("oracle", "chance")
     samples: int | None = None  # evenly spaced subset of each evaluation's test set
-    seed: int = 0  # seeds `chance`, sampling and the bootstrap; never the dataset content
+    seed: int = 0  # seeds `chance`, the bootstrap and what evaluations sample; never the data
     cache_dir: Path = Path(".vlmbench-cache")
     use_cache: bool = True
     results_dir: Path = Path("results")
@@ -21,4 +22,5 @@ class RunSettings:
     concurrency: int | None = None  # None: each backend's default
     bootstrap: int = 1000  # bootstrap resamples per interval (0: no intervals)
     override: bool = False  # re-run cases whose results exist (evaluations that keep them)
-    data: Mapping[str, str] = field(default_factory=dict)  # dataset option name -> path or hub id
+    # evaluation name -> its own settings object (what its spec's `configure` built)
+    evaluations: Mapping[str, Any] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""The suite's value objects: Case, Part, Request, Response, Usage, Outcome.
+"""The suite's value objects: Case, Part, Request, Response, Usage, Verdict, Outcome.
 
 All are frozen dataclasses with `to_json`/`from_json` so they cross process boundaries (xdist)
 and land in caches and reports as plain JSON. Image bytes never enter JSON: `Request.canonical()`
@@ -38,19 +38,40 @@ class Case:
     """One evaluation item before the model is chosen: cheap to build at collection time.
 
     `id` is the item part of the pytest id (e.g. "s0042-liver-zero_shot"); `params` holds what the
-    evaluation needs to rebuild the item (indices, names), plain JSON only.
+    evaluation needs to rebuild the item (indices, names), plain JSON only. `group` (the reporting
+    dimensions, e.g. condition and organ) and `cluster` (the bootstrap's resampling unit, e.g. the
+    video) are copied into the case's outcomes, error outcomes included. `after` names the case of
+    the same evaluation that must finish first with the same model (a sequence of rounds): this
+    case then sees that case's outcomes, and those before it, as its history.
     """
 
     id: str
     evaluation: str
     params: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    group: Mapping[str, str] = field(default_factory=dict, hash=False)
+    cluster: str = ""
+    after: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "evaluation": self.evaluation, "params": dict(self.params)}
+        return {
+            "id": self.id,
+            "evaluation": self.evaluation,
+            "params": dict(self.params),
+            "group": dict(self.group),
+            "cluster": self.cluster,
+            "after": self.after,
+        }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Case:
-        return cls(id=d["id"], evaluation=d["evaluation"], params=dict(d.get("params", {})))
+        return cls(
+            id=d["id"],
+            evaluation=d["evaluation"],
+            params=dict(d.get("params", {})),
+            group=dict(d.get("group", {})),
+            cluster=d.get("cluster", ""),
+            after=d.get("after"),
+        )
 
 
 @dataclass(frozen=True)
@@ -215,13 +236,43 @@ class Response:
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """What an evaluation's `evaluate` returns: the domain part of one outcome.
+
+    The core (support.runner) adds the ids, the model, usage, latency, the prompt hash and the
+    cache counters. `group` and `cluster` default to the case's. An item that yields many outcomes
+    returns one Verdict each, with its own `case_id` (the outcome id before the model suffix) and,
+    optionally, `calls`: the log of a forked client (`client.fork()`) whose calls are this
+    outcome's; calls made through the item's own client go to its first Verdict without `calls`.
+    """
+
+    status: Status
+    scores: Mapping[str, Any] = field(default_factory=dict)
+    prediction: Any = None
+    target: Any = None
+    raw: str | None = None  # None: the text of the last response
+    extra: Mapping[str, Any] = field(default_factory=dict)  # evaluation-specific record
+    case_id: str | None = None
+    group: Mapping[str, str] | None = None
+    cluster: str | None = None
+    calls: Any = None  # support.runner.CallLog
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown outcome status {self.status!r}")
+
+
+@dataclass(frozen=True)
 class Outcome:
     """The scored result of one case with one model: what reports and metrics are built from.
 
     `group` holds the reporting dimensions (e.g. condition, organ), `cluster` the resampling unit
     of the bootstrap (e.g. the video a frame comes from), `scores` the per-case numbers the
-    evaluation's metrics reduce over. Everything is plain JSON: it survives xdist and lands in
-    raw_results.jsonl.
+    evaluation's metrics reduce over, `params` the case's parameters. The core fills in the
+    bookkeeping: `prompt_hash` (of the first request), `latency_s` (summed over the backend calls,
+    seconds), `usage`, `backend_calls` (requests sent), `cache_hits` (answers served from the
+    cache), `cached` (every answer came from the cache). `extra` is evaluation-specific. Everything
+    is plain JSON: it survives xdist and lands in raw_results.jsonl.
     """
 
     case_id: str
@@ -238,7 +289,11 @@ class Outcome:
     latency_s: float = 0.0
     cached: bool = False
     usage: Usage = Usage()
+    backend_calls: int = 0
+    cache_hits: int = 0
+    rendered_prompt: str | None = None  # the prompt as a local model's chat template rendered it
     error: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict, hash=False)
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
@@ -247,9 +302,8 @@ class Outcome:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d["group"] = dict(self.group)
-        d["scores"] = dict(self.scores)
-        d["extra"] = dict(self.extra)
+        for name in ("group", "scores", "params", "extra"):
+            d[name] = dict(getattr(self, name))
         return d
 
     @classmethod

@@ -48,7 +48,7 @@ from support.backends.openai_chat import (  # noqa: E402
     openai_retryable,
 )
 from support.backends.prices import PRICES, cost_usd  # noqa: E402
-from support.backends.registry import BackendOptions, create_backend  # noqa: E402
+from support.backends.registry import BackendOptions, create_backend, model_spec  # noqa: E402
 from support.types import Part, Request, Usage  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -378,12 +378,17 @@ def test_registry_imports_no_sdk():
 def test_registry_resolves(monkeypatch, name, cls, model_id, provider):
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.setenv(var, KEY)
+    spec = model_spec(name)
+    assert (spec.kind, spec.provider, spec.model_id) == ("api", provider, model_id)
     backend = create_backend(name, BackendOptions(timeout_s=7.5, max_retries=2))
     assert type(backend) is cls
     assert (backend.name, backend.model_id) == (name, model_id)
-    assert backend.identity["provider"] == provider and backend.identity["model"] == model_id
-    assert backend.identity["backend_version"]
-    assert "base_url" not in backend.identity
+    endpoint = {"openai": "chat.completions", "anthropic": "messages", "google": "generateContent"}
+    assert backend.identity == {
+        "provider": provider,
+        "model": model_id,
+        "endpoint": endpoint[provider],
+    }
     assert (backend.timeout_s, backend.max_retries) == (7.5, 2)
     assert backend.default_concurrency == 8 and backend.reads_hints is False
     assert KEY not in repr(backend) and KEY not in str(backend)
@@ -399,9 +404,16 @@ def test_openai_compatible(monkeypatch):
     assert backend.identity == {
         "provider": "openai-compatible",
         "model": "Qwen/Qwen2.5-VL-7B",
-        "backend_version": openai.__version__,
+        "endpoint": "chat.completions",
         "base_url": "http://gpu:8000/v1",
     }
+    # the server, not how its URL was spelt, nor credentials in it
+    spelt = create_backend(
+        "openai-compatible:Qwen/Qwen2.5-VL-7B",
+        BackendOptions(api_base="http://user:pa55word-secret@GPU:8000/v1/"),
+    )
+    assert spelt.identity == backend.identity
+    assert "pa55word" not in repr(spelt) and "http://gpu:8000/v1" in repr(spelt)
     assert backend._api_key == api_keys.PLACEHOLDER_KEY  # no key needed
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     assert create_backend("openai:gpt-4o").prefill_mode == "assistant-turn fallback"

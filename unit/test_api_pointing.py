@@ -115,10 +115,12 @@ def expected(cholecseg8k, tmp_path_factory) -> pd.DataFrame:
     return df
 
 
-def run_pytest(args: list[str], provider: str, key: str | None = KEY, **kw):
+def run_pytest(args: list[str], provider: str, key: str | None = KEY, pythonpath=None, **kw):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     if key is not None:
         env[PROVIDERS[provider]] = key
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     return subprocess.run(
         [sys.executable, "-m", "pytest", *args], env=env, capture_output=True, text=True, **kw
     )
@@ -200,6 +202,35 @@ def test_killed_run_resends_only_what_did_not_complete(cholecseg8k, tmp_path):
         second = run_pytest(args, "openai", timeout=240)
     assert second.returncode == 0, second.stdout[-2000:]
     assert again.stats.attempts == 60 - done
+
+
+SDK_UPGRADE_PLUGIN = """
+import openai
+
+openai.__version__ = "99.0.0"  # what `pip install -U openai` changes as the suite sees it
+
+
+def pytest_report_header(config):
+    return f"openai sdk {openai.__version__}"
+"""
+
+
+def test_an_sdk_upgrade_resends_nothing(cholecseg8k, tmp_path):
+    """The cache identity is what the provider sees, not the SDK version: after an upgrade the
+    same run is served from the cache and the server gets no request."""
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as server:
+        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={server.url}")
+        first = run_pytest(args, "openai", timeout=240)
+    assert first.returncode == 0, first.stdout[-2000:]
+    assert server.stats.answered == 60
+    (tmp_path / "sdkupgrade.py").write_text(SDK_UPGRADE_PLUGIN)
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as again:
+        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={again.url}")
+        second = run_pytest([*args, "-p", "sdkupgrade"], "openai", pythonpath=tmp_path, timeout=240)
+    assert second.returncode == 0, second.stdout[-2000:]
+    assert "openai sdk 99.0.0" in second.stdout
+    assert again.stats.attempts == 0
+    assert "model calls: 0 sent, 60 served from cache" in second.stdout
 
 
 def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):

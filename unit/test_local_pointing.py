@@ -61,7 +61,7 @@ def test_pointing_quick_runs_on_the_tiny_model(tiny_model, cholecseg8k, tmp_path
     assert len(rows) == 5 * 12 * 3  # the whole quick subset
     assert all(r["status"] in ("unparsable", "wrong", "correct") for r in rows)
     assert sum(r["status"] == "unparsable" for r in rows) >= len(rows) // 2
-    prompts = [r["extra"]["rendered_prompt"] for r in rows]
+    prompts = [r["rendered_prompt"] for r in rows]
     assert all("surgical vision validator" in p for p in prompts)  # the system prompt, rendered
     assert all(p.count("<image>") >= 1 for p in prompts)
 

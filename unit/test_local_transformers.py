@@ -25,6 +25,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")  # HF_HUB_OFFLINE: unit/conft
 
 from support.backends.base import BackendError, BackendUnavailable
 from support.backends.chat_template import chat_messages, render_prompt, request_images
+from support.backends.registry import BackendOptions, create_backend
 from support.backends.transformers_local import (
     TransformersBackend,
     make_transformers_backend,
@@ -35,6 +36,7 @@ from support.pointing.prompts import SYSTEM_PROMPT, Example, few_shot_parts, zer
 from support.synthetic.tiny_vlm import ensure_tiny_vlm, main
 from support.types import Part, Request
 
+torch = pytest.importorskip("torch")
 CANVAS = 768  # px, the pointing canvases' side
 
 
@@ -236,10 +238,13 @@ def test_factory_options_and_identity(tiny, tmp_path):
     b = make_transformers_backend(f"hf:{tiny}", str(tiny), SimpleNamespace(extra=extra))
     assert (b.max_batch, b.device, b.max_new_tokens, b.name) == (3, "cpu", 5, f"hf:{tiny}")
     assert b.default_concurrency == 1 and b.model is None  # loads on first use
-    assert b.identity["provider"] == "hf" and b.identity["model"] == str(tiny)
-    import transformers
-
-    assert b.identity["backend_version"] == transformers.__version__
+    # what determines the answers, and no library version (an upgrade keeps the cache)
+    assert b.identity == {
+        "provider": "hf",
+        "model": str(tiny),
+        "revision": b.identity["revision"],
+        "device": "cpu",
+    }
     default = make_transformers_backend("m", str(tiny), SimpleNamespace(extra=()))
     assert (default.max_batch, default.max_new_tokens) == (8, 64)
     copy = Path(shutil.copytree(tiny, tmp_path / "copy"))
@@ -272,3 +277,66 @@ def test_unusable_models_are_unavailable_and_failures_are_errors(tmp_path, backe
     monkeypatch.setattr(backend.model, "generate", broken)
     with pytest.raises(BackendError, match="out of memory"):
         run(backend.generate(Request(parts=(Part.of_text("hi"),))))
+
+
+# -- devices --------------------------------------------------------------------------------------
+
+
+def test_the_factory_puts_the_model_on_the_requested_device(tiny):
+    b = create_backend(f"hf:{tiny}", BackendOptions(extra=(("device", "cpu"),)))
+    assert b.device == "cpu" and b.identity["device"] == "cpu"
+    _, model = b.load()
+    assert {p.device for p in model.parameters()} == {torch.device("cpu")}
+    assert model.dtype == torch.float32
+    assert run(b.generate(Request(parts=(Part.of_text("hi"),), max_tokens=3))).texts
+    auto = create_backend(f"hf:{tiny}", BackendOptions())  # no --device: the backend decides
+    assert auto.device == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_a_device_this_machine_lacks_is_unavailable_and_a_typo_is_an_error(tiny):
+    missing = ["cuda:99"] + ([] if torch.cuda.is_available() else ["cuda", "cuda:0"])
+    for device in missing:
+        with pytest.raises(BackendUnavailable, match=f"--device {device}, but torch sees"):
+            create_backend(f"hf:{tiny}", BackendOptions(extra=(("device", device),)))
+    with pytest.raises(ValueError, match=r"--device 'gpu0' is not a torch device"):
+        create_backend(f"hf:{tiny}", BackendOptions(extra=(("device", "gpu0"),)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_the_model_runs_on_cuda(tiny):
+    b = create_backend(f"hf:{tiny}", BackendOptions(extra=(("device", "cuda:0"),)))
+    assert b.identity["device"] == "cuda"
+    _, model = b.load()
+    assert {p.device.type for p in model.parameters()} == {"cuda"}
+    requests = mixed_requests([canvas(k) for k in range(4)])
+    assert all(r.texts for r in run(b.generate_batch(requests)))
+    assert torch.cuda.memory_allocated() > 0
+
+
+DEVICE_TEST = """
+from fixtures.models import client_or_reason, local_engine_options
+
+
+def test_device(pytestconfig):
+    assert dict(local_engine_options(pytestconfig))["device"] == {device!r}
+    found = client_or_reason(pytestconfig, {model!r})
+    print("REASON:", found if isinstance(found, str) else None)
+    if {available}:
+        assert found.backend.device == {device!r}
+    else:
+        assert isinstance(found, str)
+"""
+
+
+@pytest.mark.parametrize(("device", "available"), [("cpu", True), ("cuda:99", False)])
+def test_the_device_option_reaches_the_backend(pytester, tiny, device, available):
+    """--device on the command line -> BackendOptions.extra -> the hf: factory."""
+    pytester.makeconftest('pytest_plugins = ["fixtures.options", "fixtures.models"]')
+    pytester.makepyfile(DEVICE_TEST.format(device=device, model=f"hf:{tiny}", available=available))
+    cache = pytester.path / "cache"
+    result = pytester.runpytest_inprocess(
+        f"--device={device}", f"--cache-dir={cache}", "-p", "no:cacheprovider", "-s"
+    )
+    result.assert_outcomes(passed=1)
+    if not available:
+        result.stdout.fnmatch_lines(["REASON: hf:*--device cuda:99, but torch sees*"])

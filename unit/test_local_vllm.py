@@ -9,13 +9,8 @@ from pathlib import Path
 import pytest
 
 from support.backends.base import BackendUnavailable
-from support.backends.registry import BackendOptions, create_backend, model_kind
-from support.backends.vllm_local import (
-    VLLM_MODELS,
-    engine_args,
-    sampling_kwargs,
-    vllm_input,
-)
+from support.backends.registry import BackendOptions, create_backend, model_kind, model_spec
+from support.backends.vllm_local import engine_args, sampling_kwargs, vllm_input
 from support.types import Part, Request
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,10 +26,13 @@ def test_importing_the_backend_imports_no_engine():
 
 
 def test_registered_models_and_engine_arguments():
-    assert VLLM_MODELS["qwen25-vl-7b"][0] == "Qwen/Qwen2.5-VL-7B-Instruct"
-    assert VLLM_MODELS["llava-onevision-7b"][0] == "llava-hf/llava-onevision-qwen2-7b-si-hf"
-    llama_id, llama_extra = VLLM_MODELS["llama32-vision-11b"]
-    args = engine_args(llama_id, gpus=(0, 1), extra=llama_extra, seed=3)
+    assert model_spec("qwen25-vl-7b").model_id == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert model_spec("llava-onevision-7b").model_id == "llava-hf/llava-onevision-qwen2-7b-si-hf"
+    llama = model_spec("llama32-vision-11b")
+    assert (llama.kind, llama.provider) == ("local-gpu", "vllm")
+    assert dict(llama.engine) == {"max_num_seqs": 100}
+    assert dict(model_spec("vllm:/models/x").engine) == {}
+    args = engine_args(llama.model_id, gpus=(0, 1), extra=llama.engine, seed=3)
     assert args["model"] == "meta-llama/Llama-3.2-11B-Vision-Instruct"
     assert args["max_num_seqs"] == 100
     assert args["tensor_parallel_size"] == 2 and args["seed"] == 3
@@ -50,7 +48,7 @@ def test_sampling_parameters_follow_the_request():
 
 def test_missing_vllm_makes_the_models_unavailable():
     for name in ("qwen25-vl-7b", "vllm:/models/anything"):
-        assert model_kind(name) == "gpu"
+        assert model_kind(name) == "local-gpu"
         with pytest.raises(BackendUnavailable, match="vLLM"):
             create_backend(name, BackendOptions())
 
@@ -58,7 +56,7 @@ def test_missing_vllm_makes_the_models_unavailable():
 def test_local_models_are_one_xdist_group():
     from types import SimpleNamespace
 
-    from fixtures.outcomes import group_name
+    from fixtures.distribution import group_name
     from support.types import Case
 
     config = SimpleNamespace(workerinput={"workercount": 4})

@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from support.evaluation import OptionError
 from support.nyu.parser import parse_answer
-from support.nyu.summary import median_interval, result_rows, summarize
-from support.nyu.task import NyuDistanceEvaluation, delta_ratio
+from support.nyu.spec import NyuSettings, configure
+from support.nyu.summary import median_interval, result_rows, summarize, write_marked_images
+from support.nyu.task import NyuDistanceEvaluation, delta_ratio, pair_of
+from support.runner import CaseClient
 from support.settings import RunSettings
-from support.types import Outcome, Request, Response
+from support.types import Outcome
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +27,7 @@ def ev(tmp_path_factory) -> NyuDistanceEvaluation:
     settings = RunSettings(
         cache_dir=root / "cache", results_dir=root / "results", run_id="r", samples=3
     )
-    return NyuDistanceEvaluation.load(settings)
+    return NyuDistanceEvaluation.load(settings, NyuSettings())
 
 
 def test_cases_pairs_and_quick_subset(ev: NyuDistanceEvaluation) -> None:
@@ -35,8 +38,8 @@ def test_cases_pairs_and_quick_subset(ev: NyuDistanceEvaluation) -> None:
     assert {c.params["image_idx"] for c in cases if ev.is_quick(c)} == {0, 7}
     for c in cases:
         p = c.params
-        assert p["gt_distance"] == ev.pair(c).distance() > 0
-        assert ev.locality(c) == f"img{p['image_idx']}"
+        assert p["gt_distance"] == pair_of(p).distance() > 0
+        assert ev.locality(c) == c.cluster == f"img{p['image_idx']}"
         assert ev.mat.depth(p["image_idx"])[p["point1"][1], p["point1"][0]] == p["depth1"]
 
 
@@ -45,18 +48,19 @@ def test_pairs_per_image_option(tmp_path: Path, ev: NyuDistanceEvaluation) -> No
         cache_dir=ev.mat.path.parents[2],  # the synthetic file of `ev`, not rebuilt
         results_dir=tmp_path,
         samples=2,
-        data={"nyu_pairs_per_image": "5"},
     )
-    five = NyuDistanceEvaluation.load(settings)
+    own = configure({"pairs_per_image": 5}, settings)
+    five = NyuDistanceEvaluation.load(settings, own)
     assert [len(five.pairs[i]) for i in five.images] == [5, 5]
-    assert NyuDistanceEvaluation.load(settings).pairs == five.pairs
-    for bad in ("0", "-1", "x"):
-        with pytest.raises(ValueError, match="--pairs-per-image"):
-            NyuDistanceEvaluation.load(RunSettings(cache_dir=settings.cache_dir,
-                                                   data={"nyu_pairs_per_image": bad}))  # fmt: skip
+    assert NyuDistanceEvaluation.load(settings, own).pairs == five.pairs
+    for bad in (0, -1, "x"):
+        with pytest.raises(OptionError, match="--pairs-per-image"):
+            configure({"pairs_per_image": bad}, settings)
 
 
-def test_request_is_the_marked_image_and_the_prompt(ev: NyuDistanceEvaluation) -> None:
+def test_request_is_the_marked_image_and_the_prompt(
+    ev: NyuDistanceEvaluation, tmp_path: Path
+) -> None:
     case = ev.cases()[1]
     req = ev.request(case)
     assert req.parts[0].mime == "image/jpeg" and req.parts[1].text.startswith("Estimate the 3D")
@@ -65,9 +69,11 @@ def test_request_is_the_marked_image_and_the_prompt(ev: NyuDistanceEvaluation) -
     (u1, v1), (u2, v2) = case.params["point1"], case.params["point2"]
     assert img[v1, u1, 0] > 180 and img[v1, u1, 2] < 90  # red cross at A
     assert img[v2, u2, 2] > 180 and img[v2, u2, 0] < 90  # blue cross at B
-    saved = ev.marked_path(case.params["image_idx"], case.params["pair_idx"])
+    # the controller draws the same picture again from the outcome's params (workers write none)
+    o = Outcome(f"{case.id}-m", "nyu_distance", "m", "correct", params=dict(case.params))
+    run = RunSettings(cache_dir=ev.mat.path.parents[2])
+    (saved,) = write_marked_images([o], run, tmp_path / "marked_images")
     assert saved.name == "img0000_pair1.jpg" and saved.read_bytes() == req.parts[0].image
-    assert saved.parent == Path(ev.marked_dir) and saved.parent.parent.name == "r"
 
 
 @pytest.mark.parametrize(
@@ -79,10 +85,10 @@ def test_status(ev: NyuDistanceEvaluation, text: str, status: str) -> None:
     case = ev.cases()[0]
     gt = case.params["gt_distance"]
     text = text.format(gt=gt, gt_1_2=gt * 1.2, gt_1_3=gt * 1.3)
-    response = Response((text,), "m")
-    o = ev.score(case, "m", ev.request(case), response, parse_answer(text))
-    assert o.status == status
-    assert o.target["distance_m"] == gt and o.extra["image_idx"] == 0
+    v = ev.score(case, parse_answer(text))
+    assert v.status == status
+    assert v.target["distance_m"] == gt
+    o = Outcome(f"{case.id}-m", "nyu_distance", "m", v.status, prediction=v.prediction)
     picture = ev.render(case, o)
     assert picture[:3] == b"\xff\xd8\xff"
 
@@ -95,15 +101,12 @@ def test_delta_ratio() -> None:
 
 def test_evaluate_with_the_oracle(ev: NyuDistanceEvaluation) -> None:
     from support.backends.reference import OracleBackend
+    from support.engine import ModelClient
 
-    class Client:
-        name = "oracle"
-
-        async def generate(self, request: Request) -> Response:
-            return await OracleBackend().generate(request)
-
-    o = asyncio.run(ev.evaluate(ev.cases()[2], Client()))  # type: ignore[arg-type]
-    assert o.status == "correct" and o.scores["abs_error"] == 0.0
+    client = CaseClient(ModelClient(OracleBackend(), None, concurrency=1))
+    v = asyncio.run(ev.evaluate(ev.cases()[2], client))
+    assert v.status == "correct" and v.scores["abs_error"] == 0.0
+    assert len(client.log.responses) == 1  # one call, logged for the core's bookkeeping
 
 
 def _outcome(model: str, image: int, pair: int, gt: float, pred: float | None, status=None):
@@ -117,7 +120,13 @@ def _outcome(model: str, image: int, pair: int, gt: float, pred: float | None, s
         scores=scores,
         target={"distance_m": gt, "point1": [40, 40], "point2": [200, 120]},
         raw="" if pred is None else str(pred),
-        extra={"image_idx": image, "pair_idx": pair},
+        params={
+            "image_idx": image,
+            "pair_idx": pair,
+            "point1": [40, 40],
+            "point2": [200, 120],
+            "gt_distance": gt,
+        },
     )
 
 

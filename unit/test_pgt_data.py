@@ -107,15 +107,15 @@ def test_registered_names_need_the_root(tmp_path):
 
 
 def test_debug_takes_the_first_five_images_and_samples_spread_out(sample, tmp_path):
+    from support.pgt.spec import configure
     from support.pgt.task import PgtEvaluation
     from support.settings import RunSettings
 
-    def rows(samples=None, **data):
-        settings = RunSettings(
-            cache_dir=tmp_path, samples=samples, data={"pgt_dataset": str(sample), **data}
-        )
-        return [e.row for e in PgtEvaluation.load(settings).examples]
+    def rows(samples=None, **values):
+        run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path, samples=samples)
+        own = configure({"pgt_dataset": str(sample), **values}, run)
+        return [e.row for e in PgtEvaluation.load(run, own).examples]
 
-    assert rows(pgt_debug="1") == [0, 1, 2, 3, 4]
+    assert rows(pgt_debug=True) == [0, 1, 2, 3, 4]
     assert rows(samples=4) == [0, 15, 31, 47]  # np.linspace over the 48 rows
     assert len(rows()) == 48

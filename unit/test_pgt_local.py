@@ -4,7 +4,6 @@ stages batched across cases by the engine (n=5 over 20 images)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import re
@@ -20,7 +19,9 @@ from support.backends.chat_template import render_prompt
 from support.backends.transformers_local import TransformersBackend
 from support.engine import ModelClient
 from support.pgt.phrases import PHRASES, QUESTION
+from support.pgt.spec import configure
 from support.pgt.task import FINAL_ANSWER_CUE, PgtEvaluation
+from support.runner import CaseClient
 from support.settings import RunSettings
 from support.synthetic.pgt_images import build_pgt_sample
 from support.synthetic.tiny_vlm import ensure_tiny_vlm
@@ -42,11 +43,9 @@ def backend(tmp_path_factory) -> TransformersBackend:
     return b
 
 
-def evaluation(sample: Path, tmp_path: Path, **data: str) -> PgtEvaluation:
-    settings = RunSettings(
-        cache_dir=tmp_path, results_dir=tmp_path, data={"pgt_dataset": str(sample), **data}
-    )
-    return PgtEvaluation.load(settings)
+def evaluation(sample: Path, tmp_path: Path, **values: object) -> PgtEvaluation:
+    run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path)
+    return PgtEvaluation.load(run, configure({"pgt_dataset": str(sample), **values}, run))
 
 
 def turns(prompt: str) -> dict[str, str]:
@@ -55,13 +54,13 @@ def turns(prompt: str) -> dict[str, str]:
 
 
 def test_each_mode_renders_as_the_source_specifies(sample, tmp_path, backend):
-    ev = evaluation(sample, tmp_path, pgt_phrases=json.dumps({"baseline": "", "cot": COT}))
+    ev = evaluation(sample, tmp_path, pgt_phrase=["baseline", "cot"])
     prompts = {}
     for case in ev.cases():
         if case.params["row"] == 0:
             method = case.params["mode"] or "baseline"
             prompts[method] = render_prompt(backend.processor, ev.stage1_request(case))
-    assert sorted(prompts) == sorted(["baseline", *ev.modes])
+    assert sorted(prompts) == sorted(["baseline", *ev.settings.modes])
     start = f'Please start your response with "{COT}"'
 
     # prefill: the phrase right after the opened assistant turn, nowhere else
@@ -87,7 +86,7 @@ def test_each_mode_renders_as_the_source_specifies(sample, tmp_path, backend):
 
 
 def test_stage_two_continues_the_reasoning_after_the_cue(sample, tmp_path, backend):
-    ev = evaluation(sample, tmp_path, pgt_phrases=json.dumps({"cot": COT}), pgt_modes="prefill")
+    ev = evaluation(sample, tmp_path, pgt_phrase=["cot"], pgt_mode="prefill")
     case = ev.cases()[0]
     first = ev.stage1_request(case)
     second = ev.stage2_request(first, " It looks smooth.", case.params["label"])
@@ -98,9 +97,7 @@ def test_stage_two_continues_the_reasoning_after_the_cue(sample, tmp_path, backe
 
 def test_n5_over_20_images_is_batched_in_both_stages(sample, tmp_path, backend, monkeypatch):
     monkeypatch.setattr("support.pgt.task.STAGE1_MAX_TOKENS", 24)  # nonsense text: keep it short
-    ev = evaluation(
-        sample, tmp_path, pgt_phrases=json.dumps({"cot": COT}), pgt_modes="prefill", pgt_n="5"
-    )
+    ev = evaluation(sample, tmp_path, pgt_phrase=["cot"], pgt_mode="prefill", pgt_n="5")
     cases = ev.cases()[:20]
     assert len(cases) == 20 and {c.params["n"] for c in cases} == {5}
     client = ModelClient(backend, cache=None, concurrency=1)
@@ -114,7 +111,7 @@ def test_n5_over_20_images_is_batched_in_both_stages(sample, tmp_path, backend, 
     monkeypatch.setattr(backend.model, "generate", counting)
 
     async def main():
-        return await asyncio.gather(*(ev.evaluate(c, client) for c in cases))
+        return await asyncio.gather(*(ev.evaluate(c, CaseClient(client)) for c in cases))
 
     outcomes = asyncio.run(main())
     assert all(len(o.extra["responses"]) == 5 for o in outcomes)

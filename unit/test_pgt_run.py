@@ -177,3 +177,6 @@ def test_unknown_options_are_usage_errors(run):
     assert "known modes" in result.stderr.str()
     result, _ = run("--pgt-n=0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result, _ = run("--pairs-per-image=0")  # another evaluation's option: also at configure
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--pairs-per-image: 0: expected a whole number >= 1" in result.stderr.str()

@@ -91,6 +91,8 @@ def test_xdist_gives_identical_summary(run):
     assert "2 workers" in parallel.stdout.str()
     # each group runs on one worker: every request is sent exactly once, none twice
     assert "model calls: 360 sent, 0 served from cache" in parallel.stdout.str()
+    engine = parallel.stdout.str().split("vlmbench: engine")[1]  # per-worker stats, printed once
+    assert "gw0" in engine and "gw1" in engine
     assert (out1 / "summary.csv").read_bytes() == (out2 / "summary.csv").read_bytes()
     strip = [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out1)]
     assert strip == [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out2)]
@@ -113,6 +115,28 @@ def test_min_metric_sets_exit_status(run):
     assert "GATE FAILED: pointing.f1" in bad.stdout.str()
     typo, _ = run("--model=oracle", "-m", "quick", "--min-metric", "pointing.nope=1")
     assert typo.ret == 1 and "unknown metric" in typo.stdout.str()
+
+
+def test_a_gate_names_the_model_it_applies_to(run):
+    """The README's CI gate: the default models, a gate on the oracle only."""
+    args = ("-m", "quick", "-k", "liver", "--bootstrap=0")
+    ok, _ = run(*args, "--min-metric", "pointing.f1@oracle=0.6")
+    assert ok.ret == 0, ok.stdout.str()
+    assert "no intervals: --bootstrap 0" in ok.stdout.str()
+    assert "95% bootstrap" not in ok.stdout.str()
+    bad, _ = run(*args, "--min-metric", "pointing.f1@chance=0.99")
+    assert bad.ret == 1 and "(model=chance" in bad.stdout.str()
+    assert "(model=oracle" not in bad.stdout.str()
+    nobody, _ = run(*args, "--min-metric", "pointing.f1@gpt-4o=0.5")
+    assert nobody.ret == 1 and "no outcomes of model gpt-4o" in nobody.stdout.str()
+    wrong, _ = run(*args, "--min-metric", "pointing.f1@=0.5")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_worksteal_is_a_usage_error_that_says_why(run):
+    result, _ = run("-m", "quick", "-n", "2", "--dist", "worksteal")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--dist worksteal would split an evaluation's groups" in result.stderr.str()
 
 
 def test_fail_on_wrong(run):
@@ -148,6 +172,7 @@ def test_junit_and_html_carry_cases_and_metrics(run, tmp_path):
     cases = ET.parse(junit).getroot().iter("testcase")
     first = next(cases)
     props = {p.get("name"): p.get("value") for p in first.iter("property")}
+    assert set(props) == {"status", "prediction", "target"}  # the outcome itself: not in junit
     assert props["status"] == "correct"
     assert json.loads(props["target"])["present"] in (0, 1)
     assert "present" in json.loads(props["prediction"])

@@ -88,7 +88,7 @@ class AnthropicBackend(ApiBackend):
     """Messages API through `anthropic.AsyncAnthropic`."""
 
     provider = "anthropic"
-    sdk_version = anthropic.__version__
+    endpoint = "messages"
 
     def __init__(self, name: str, model_id: str, **kw: Any) -> None:
         super().__init__(name, model_id, prefill_mode="native", **kw)

@@ -1,11 +1,19 @@
 """What the vendor API backends share: settings, key handling, the lazily made SDK client, and
-one timed, retried, error-converted call."""
+one timed, retried, error-converted call.
+
+The cache identity of an API model is what the provider sees: provider, model id and endpoint
+kind ("chat.completions", "messages", "generateContent"), plus the base URL for
+`openai-compatible:` servers (whose model ids are not globally unique). Never the SDK version: an
+SDK upgrade sends the same requests to the same model, so cached answers stay valid (bump
+support.cache.SCHEMA_VERSION to invalidate deliberately).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
+from urllib.parse import urlsplit, urlunsplit
 
 from support.backends.api_keys import backend_error, call_with_retry, register_secret
 from support.backends.base import Backend, BackendError
@@ -18,7 +26,7 @@ class ApiBackend(Backend):
     default_concurrency = 8
     reads_hints = False
     provider: ClassVar[str] = ""
-    sdk_version: ClassVar[str] = ""
+    endpoint: ClassVar[str] = ""  # the API method called: "chat.completions", "messages", ...
 
     def __init__(
         self,
@@ -42,14 +50,11 @@ class ApiBackend(Backend):
         register_secret(api_key)
         self._http_client = http_client
         self._client: Any = None
-        self.identity = {
-            "provider": self.provider,
-            "model": model_id,
-            "backend_version": self.sdk_version,
-        }
+        self.identity = {"provider": self.provider, "model": model_id, "endpoint": self.endpoint}
 
-    def __repr__(self) -> str:  # never the key
-        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+    def __repr__(self) -> str:  # never the key, nor credentials in the URL
+        url = public_url(self.base_url) if self.base_url else None
+        return f"{type(self).__name__}(name={self.name!r}, base_url={url!r})"
 
     __str__ = __repr__
 
@@ -71,3 +76,15 @@ class ApiBackend(Backend):
         return Response(
             texts=texts, model=self.name, usage=usage, latency_s=time.perf_counter() - start
         )
+
+
+def public_url(url: str) -> str:
+    """`url` without credentials, query or fragment, and without a trailing slash: the endpoint
+    as it enters a cache identity or a repr (`http://user:pw@Host:8000/v1/?k=x` ->
+    `http://host:8000/v1`)."""
+    parts = urlsplit(url.strip())
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))

@@ -126,7 +126,7 @@ class GeminiBackend(ApiBackend):
     """generateContent through `google.genai.Client(...).aio`."""
 
     provider = "google"
-    sdk_version = genai.__version__
+    endpoint = "generateContent"
 
     def __init__(self, name: str, model_id: str, **kw: Any) -> None:
         super().__init__(name, model_id, prefill_mode="model-turn fallback", **kw)

@@ -24,7 +24,7 @@ from typing import Any
 
 import openai
 
-from support.backends.api_backend import ApiBackend
+from support.backends.api_backend import ApiBackend, public_url
 from support.backends.api_keys import (
     MalformedResponse,
     is_malformed,
@@ -106,13 +106,13 @@ class OpenAIChatBackend(ApiBackend):
     """Chat Completions through `openai.AsyncOpenAI`."""
 
     provider = "openai"
-    sdk_version = openai.__version__
+    endpoint = "chat.completions"
 
     def __init__(self, name: str, model_id: str, *, compatible: bool = False, **kw: Any) -> None:
         super().__init__(name, model_id, prefill_mode=NATIVE if compatible else FALLBACK, **kw)
-        if compatible:
+        if compatible:  # a server's model ids are its own: the server is part of the identity
             self.identity["provider"] = "openai-compatible"
-            self.identity["base_url"] = self.base_url
+            self.identity["base_url"] = public_url(self.base_url) if self.base_url else None
 
     def _get_client(self) -> openai.AsyncOpenAI:
         if self._client is None:

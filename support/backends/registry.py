@@ -1,9 +1,25 @@
-"""Model names -> lazy backend factories, in one flat dict.
+"""The model registry: every `--model` name, what it is (ModelSpec), and how its backend is built.
 
-`--model` takes registered names (`oracle`, `chance`, `gpt-4o-mini`, ...) or `provider:model-id`
-(`openai:`, `anthropic:`, `google:`, `openai-compatible:`). Factories import their SDKs only when
-called, so an uninstalled extra costs nothing until its model is asked for; a missing SDK or key
+`--model` takes registered names (`oracle`, `chance`, `gpt-4o-mini`, `qwen25-vl-7b`, ...), names
+added by installed packages (entry point group `vlmbench.models`, below), or `provider:model-id`:
+`openai:`, `anthropic:`, `google:`, `openai-compatible:` (API), `vllm:` (local GPU), `hf:` (local
+transformers) and `scripted:<module>:<function>` (a reference model answering with a function of
+the Request: a `str`, or one `str` per sample). Factories import their SDKs only when called, so
+an uninstalled extra costs nothing until its model is asked for; a missing SDK, key or accelerator
 raises BackendUnavailable (the model's cases are skipped with that reason).
+
+Kinds (`ModelSpec.kind`, `model_kind`), known from the name alone, without building anything:
+"reference" (offline, reads the evaluation's hints), "api" (network and a key), "local-gpu"
+(vLLM) and "local-cpu" (transformers; on a GPU with `--device cuda`).
+
+Plugins: an installed distribution adds models without editing the suite by declaring
+
+    [project.entry-points."vlmbench.models"]
+    my-models = "my_package.vlm:SPECS"
+
+where the object is a ModelSpec or an iterable of ModelSpecs. Entry points are loaded once, on
+the first registry lookup; one that fails to load, or gives something else, or a name already
+taken, raises PluginError (a ValueError: a usage error at configure) naming the entry point.
 
 API endpoints: `--api-base` (BackendOptions.api_base) if given, else each SDK's own setting:
 OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL (all read by the SDKs themselves).
@@ -12,13 +28,19 @@ OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL (all read by the SDK
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import importlib.util
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from support.backends.base import Backend, BackendUnavailable
+
+KINDS = ("reference", "api", "local-gpu", "local-cpu")
+ENTRY_POINT_GROUP = "vlmbench.models"
 
 
 @dataclass(frozen=True)
@@ -29,7 +51,51 @@ class BackendOptions:
     api_base: str | None = None  # endpoint of API models; None: the SDK's own setting
     timeout_s: float = 60.0  # seconds per API request attempt
     max_retries: int = 5  # SDK retries of an API request (429, 5xx, timeouts, connection errors)
+    # local engines: ("gpus", (0, 1)), ("max_batch", N), ("device", "cuda:1"), ...
     extra: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model: its `--model` name, what it needs (`kind`), who serves it and how it is built.
+
+    `factory(spec, opts)` builds the Backend (importing SDKs or engines only then); `engine` holds
+    engine settings beyond the defaults (vLLM's `vllm.LLM` keyword arguments, e.g.
+    {"max_num_seqs": 100}), read by the factory.
+    """
+
+    name: str  # the --model name
+    kind: str  # one of KINDS
+    provider: str  # "openai", "anthropic", "google", "openai-compatible", "vllm", "hf", ...
+    model_id: str  # hub id, API model id, or what the provider reads after `provider:`
+    factory: Callable[[ModelSpec, BackendOptions], Backend] = field(repr=False)
+    engine: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("ModelSpec needs a name")
+        if self.kind not in KINDS:
+            raise ValueError(f"ModelSpec {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if not callable(self.factory):
+            raise ValueError(f"ModelSpec {self.name!r}: factory is not callable")
+        object.__setattr__(self, "engine", MappingProxyType(dict(self.engine)))
+
+    def build(self, opts: BackendOptions | None = None) -> Backend:
+        """The backend; BackendUnavailable when it cannot run here (an optional extra missing)."""
+        try:
+            return self.factory(self, opts or BackendOptions())
+        except ImportError as exc:
+            raise BackendUnavailable(f"{self.name}: {exc}") from exc
+
+
+class PluginError(ValueError):
+    """A `vlmbench.models` entry point that does not give usable ModelSpecs."""
+
+
+# -- provider factories: (name, model id, options) -> Backend --------------------------------------
+
+ProviderFactory = Callable[[str, str, BackendOptions], Backend]
 
 
 def _oracle(name: str, model_id: str, opts: BackendOptions) -> Backend:
@@ -98,10 +164,6 @@ def _google(name: str, model_id: str, opts: BackendOptions) -> Backend:
     return GeminiBackend(name, model_id, api_key=key, **_api_kwargs(opts))
 
 
-Factory = Callable[[str, str, BackendOptions], Backend]
-
-
-# registered name -> (factory, model id it stands for)
 def _vllm(name: str, model_id: str, opts: BackendOptions) -> Backend:
     from support.backends.vllm_local import make_vllm_backend
 
@@ -116,68 +178,163 @@ def _hf(name: str, model_id: str, opts: BackendOptions) -> Backend:
     return make_transformers_backend(name, model_id, opts)
 
 
-MODELS: dict[str, tuple[Factory, str]] = {
-    "oracle": (_oracle, "oracle"),
-    "chance": (_chance, "chance"),
-    "gpt-4o-mini": (_openai, "gpt-4o-mini"),
-    "gpt-4o": (_openai, "gpt-4o"),
-    "claude-3-5-sonnet-20241022": (_anthropic, "claude-3-5-sonnet-20241022"),
-    "claude-sonnet-4-20250514": (_anthropic, "claude-sonnet-4-20250514"),
-    "gemini-2.0-flash": (_google, "gemini-2.0-flash"),
-    "qwen25-vl-7b": (_vllm, "Qwen/Qwen2.5-VL-7B-Instruct"),
-    "llava-onevision-7b": (_vllm, "llava-hf/llava-onevision-qwen2-7b-si-hf"),
-    "llama32-vision-11b": (_vllm, "meta-llama/Llama-3.2-11B-Vision-Instruct"),
-}
+def _scripted(name: str, model_id: str, opts: BackendOptions) -> Backend:
+    from support.backends.scripted import make_scripted_backend
 
-# `provider:` prefixes -> factory taking the model id after the colon
-PROVIDERS: dict[str, Factory] = {
+    return make_scripted_backend(name, model_id)
+
+
+# `provider:` prefixes -> factory taking the model id after the colon (tests may add their own)
+PROVIDERS: dict[str, ProviderFactory] = {
     "vllm": _vllm,
     "hf": _hf,
     "openai": _openai,
     "anthropic": _anthropic,
     "google": _google,
     "openai-compatible": _openai_compatible,
+    "scripted": _scripted,
 }
+# provider -> kind of its models; a provider missing here is "api"
+PROVIDER_KINDS: dict[str, str] = {
+    "scripted": "reference",
+    "vllm": "local-gpu",
+    "hf": "local-cpu",
+}
+
+
+# -- model factories: (spec, options) -> Backend ---------------------------------------------------
+
+
+def provider_factory(spec: ModelSpec, opts: BackendOptions) -> Backend:
+    """Build through `PROVIDERS[spec.provider]` (looked up at call time)."""
+    return PROVIDERS[spec.provider](spec.name, spec.model_id, opts)
+
+
+def vllm_factory(spec: ModelSpec, opts: BackendOptions) -> Backend:
+    """A vLLM engine for `spec.model_id` with `spec.engine` as extra `vllm.LLM` arguments."""
+    from support.backends.vllm_local import make_vllm_backend
+
+    return make_vllm_backend(spec.name, spec.model_id, opts, engine=spec.engine)
+
+
+def _reference(name: str, factory: ProviderFactory, description: str) -> ModelSpec:
+    return ModelSpec(
+        name,
+        "reference",
+        "reference",
+        name,
+        lambda spec, opts: factory(spec.name, spec.model_id, opts),
+        description=description,
+    )
+
+
+def _api(name: str, provider: str) -> ModelSpec:
+    return ModelSpec(name, "api", provider, name, provider_factory)
+
+
+def _gpu(name: str, model_id: str, **engine: Any) -> ModelSpec:
+    return ModelSpec(name, "local-gpu", "vllm", model_id, vllm_factory, engine=engine)
+
+
+_BUILTIN: tuple[ModelSpec, ...] = (
+    _reference("oracle", _oracle, "answers with the ground truth: every metric reads 1.0"),
+    _reference("chance", _chance, "seeded random answers: the chance level"),
+    _api("gpt-4o-mini", "openai"),
+    _api("gpt-4o", "openai"),
+    _api("claude-3-5-sonnet-20241022", "anthropic"),
+    _api("claude-sonnet-4-20250514", "anthropic"),
+    _api("gemini-2.0-flash", "google"),
+    _gpu("qwen25-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct"),
+    _gpu("llava-onevision-7b", "llava-hf/llava-onevision-qwen2-7b-si-hf"),
+    _gpu("llama32-vision-11b", "meta-llama/Llama-3.2-11B-Vision-Instruct", max_num_seqs=100),
+)
+# registered name -> spec: the suite's own models (plugins' models: plugin_models())
+MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _BUILTIN}
 
 DEFAULT_MODELS: tuple[str, ...] = ("oracle", "chance")
 
 
-def model_kind(name: str) -> str:
-    """ "reference" (oracle, chance), "gpu" (vLLM), "local" (transformers) or "api" (the rest):
-    what a model needs, known from its name alone (marks, xdist grouping) without building it."""
-    factory = MODELS[name][0] if name in MODELS else PROVIDERS.get(name.partition(":")[0])
-    if factory in (_oracle, _chance):
-        return "reference"
-    if factory is _vllm:
-        return "gpu"
-    if factory is _hf:
-        return "local"
-    return "api"
+# -- plugins ---------------------------------------------------------------------------------------
+
+
+def _entry_point_specs(ep: importlib.metadata.EntryPoint) -> list[ModelSpec]:
+    where = f"{ENTRY_POINT_GROUP} entry point {ep.name!r} ({ep.value})"
+    try:
+        loaded = ep.load()
+    except Exception as exc:
+        raise PluginError(f"{where} failed to load: {type(exc).__name__}: {exc}") from exc
+    items = [loaded] if isinstance(loaded, ModelSpec) else loaded
+    try:
+        specs = list(items)
+    except TypeError:
+        specs = [items]
+    for spec in specs:
+        if not isinstance(spec, ModelSpec):
+            raise PluginError(
+                f"{where} must give a ModelSpec or an iterable of ModelSpecs, "
+                f"not {type(spec).__name__}"
+            )
+        if ":" in spec.name:
+            raise PluginError(f"{where}: model name {spec.name!r} may not contain ':'")
+    return specs
+
+
+@functools.cache
+def plugin_models() -> Mapping[str, ModelSpec]:
+    """Models of the installed `vlmbench.models` entry points, loaded once (cache_clear() to
+    load them again). PluginError naming the entry point when one is broken or clashes."""
+    found: dict[str, ModelSpec] = {}
+    seen: set[tuple[str, str]] = set()
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if (ep.name, ep.value) in seen:  # the same distribution found twice on sys.path
+            continue
+        seen.add((ep.name, ep.value))
+        for spec in _entry_point_specs(ep):
+            taken = MODELS.get(spec.name) or found.get(spec.name)
+            if taken is not None and taken != spec:
+                raise PluginError(
+                    f"{ENTRY_POINT_GROUP} entry point {ep.name!r} ({ep.value}): model name "
+                    f"{spec.name!r} is already registered"
+                )
+            found[spec.name] = spec
+    return MappingProxyType(found)
+
+
+def _registered() -> Mapping[str, ModelSpec]:
+    plugins = plugin_models()
+    return {**MODELS, **plugins} if plugins else MODELS
+
+
+# -- lookups ---------------------------------------------------------------------------------------
 
 
 def known_names() -> list[str]:
-    return sorted(MODELS) + [f"{p}:<model-id>" for p in sorted(PROVIDERS)]
+    return sorted(_registered()) + [f"{p}:<model-id>" for p in sorted(PROVIDERS)]
+
+
+def model_spec(name: str) -> ModelSpec:
+    """The spec of a registered name or of `provider:model-id`; ValueError for unknown names."""
+    registered = _registered().get(name)
+    if registered is not None:
+        return registered
+    provider, sep, model_id = name.partition(":")
+    if sep and provider in PROVIDERS and model_id:
+        kind = PROVIDER_KINDS.get(provider, "api")
+        return ModelSpec(name, kind, provider, model_id, provider_factory)
+    raise ValueError(f"unknown model {name!r}; known: {', '.join(known_names())}")
 
 
 def check_name(name: str) -> None:
     """Raise ValueError for a name no factory serves (checked at configure, before collection)."""
-    if name in MODELS:
-        return
-    provider, sep, model_id = name.partition(":")
-    if sep and provider in PROVIDERS and model_id:
-        return
-    raise ValueError(f"unknown model {name!r}; known: {', '.join(known_names())}")
+    model_spec(name)
+
+
+def model_kind(name: str) -> str:
+    """ "reference", "api", "local-gpu" (vLLM) or "local-cpu" (transformers): what a model needs,
+    known from its name alone (marks, xdist grouping) without building it."""
+    return model_spec(name).kind
 
 
 def create_backend(name: str, opts: BackendOptions | None = None) -> Backend:
     """Build the backend for a `--model` name. Raises BackendUnavailable when it cannot run here."""
-    opts = opts or BackendOptions()
-    check_name(name)
-    if name in MODELS:
-        factory, model_id = MODELS[name]
-        return factory(name, model_id, opts)
-    provider, _, model_id = name.partition(":")
-    try:
-        return PROVIDERS[provider](name, model_id, opts)
-    except ImportError as exc:  # an optional extra is not installed
-        raise BackendUnavailable(f"{name}: {exc}") from exc
+    return model_spec(name).build(opts)

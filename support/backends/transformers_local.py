@@ -6,6 +6,16 @@ serves each group of requests sharing (n, temperature). torch and transformers a
 first use only; the model loads lazily on the first batch (float32 on CPU, the checkpoint's dtype
 on CUDA) and the blocking torch work runs in a worker thread so the engine's loop stays free.
 Sampling is pure temperature sampling (top_k and top_p off, as the API backends' defaults).
+
+Device: `--device` (BackendOptions.extra "device": `cpu`, `cuda`, `cuda:1`, `mps`); without it,
+cuda when torch sees a CUDA device, else cpu. A device torch cannot parse raises ValueError; one
+this machine lacks raises BackendUnavailable (the model's cases skip with that reason).
+
+Cache identity: the model id, its revision (a local folder's config, template and weight-file
+hash), and the device type (cpu/cuda/mps: the dtype and kernels differ, so do the answers; the
+device index does not matter). Not the transformers or torch version: an upgrade re-using the same
+weights, template and dtype gives the same answers up to floating-point noise, so cached answers
+are kept (bump support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
 """
 
 from __future__ import annotations
@@ -61,6 +71,33 @@ def folder_revision(path: Path) -> str:
     return h.hexdigest()
 
 
+def resolve_device(name: str, device: str | None) -> str:
+    """The torch device to load on: `device` checked against this machine, or (None) cuda when
+    torch sees a CUDA device, else cpu. ValueError for a string torch does not parse,
+    BackendUnavailable for a device this machine does not have."""
+    import torch
+
+    if not device:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(
+            f"{name}: --device {device!r} is not a torch device (cpu, cuda, cuda:1, mps)"
+        ) from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise BackendUnavailable(f"{name}: --device {device}, but torch sees no CUDA device")
+        if dev.index is not None and dev.index >= count:
+            raise BackendUnavailable(
+                f"{name}: --device {device}, but torch sees {count} CUDA device(s)"
+            )
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise BackendUnavailable(f"{name}: --device {device}, but MPS is not available")
+    return str(dev)
+
+
 class TransformersBackend(Backend):
     """`AutoModelForImageTextToText.generate` over the requests the micro-batcher gathered."""
 
@@ -71,7 +108,7 @@ class TransformersBackend(Backend):
         name: str,
         model_id: str,
         *,
-        device: str = "cpu",
+        device: str | None = "cpu",  # None: cuda when available, else cpu
         max_batch: int = DEFAULT_MAX_BATCH,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     ) -> None:
@@ -84,7 +121,7 @@ class TransformersBackend(Backend):
         if self.path is not None and not (self.path / "config.json").is_file():
             what = "does not exist" if not self.path.exists() else "has no config.json"
             raise BackendUnavailable(f"{name}: model folder {self.path} {what}")
-        self.device = device
+        self.device = resolve_device(name, device)
         self.max_batch = max_batch
         self.max_new_tokens = max_new_tokens
         revision = folder_revision(self.path) if self.path is not None else model_id
@@ -92,7 +129,7 @@ class TransformersBackend(Backend):
             "provider": "hf",
             "model": model_id,
             "revision": revision,
-            "backend_version": importlib.metadata.version("transformers"),
+            "device": self.device.partition(":")[0],
         }
         self.processor: Any = None
         self.model: Any = None
@@ -112,7 +149,7 @@ class TransformersBackend(Backend):
 
             source = str(self.path) if self.path is not None else self.model_id
             processor = AutoProcessor.from_pretrained(source)
-            dtype = torch.float32 if self.device == "cpu" else "auto"
+            dtype = torch.float32 if self.device == "cpu" else "auto"  # auto: the checkpoint's
             model = AutoModelForImageTextToText.from_pretrained(source, **{_dtype_keyword(): dtype})
             tokenizer = getattr(processor, "tokenizer", processor)
             tokenizer.padding_side = "left"  # generation continues each row at the end
@@ -216,12 +253,13 @@ def _dtype_keyword() -> str:
 
 
 def make_transformers_backend(name: str, model_id: str, opts: Any) -> Backend:
-    """Factory for `hf:<id or path>`; reads `opts.extra` keys max_batch, device, max_new_tokens."""
+    """Factory for `hf:<id or path>`; reads `opts.extra` keys max_batch, device (None or absent:
+    cuda when available, else cpu), max_new_tokens."""
     extra = dict(getattr(opts, "extra", ()) or ())
     return TransformersBackend(
         name,
         model_id,
-        device=str(extra.get("device") or "cpu"),
+        device=extra.get("device") or None,
         max_batch=int(extra.get("max_batch") or DEFAULT_MAX_BATCH),
         max_new_tokens=int(extra.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS),
     )

@@ -5,6 +5,12 @@ the same code path as the transformers backend), images go in as multi-modal dat
 `SamplingParams(n, temperature, max_tokens, seed)`. vLLM is an optional extra imported on first
 use only, after `VLLM_CONFIGURE_LOGGING=0`; `--gpus 0,1` sets CUDA_VISIBLE_DEVICES and the tensor
 parallel size. The request building below is plain functions, testable without vLLM installed.
+
+Registered vLLM models and their engine settings live in the registry (support.backends.registry,
+`ModelSpec.engine`); the factory receives them. The cache identity is the provider, the hub id and
+the `vllm.LLM` arguments that change answers (engine settings, image limit, seed), not the GPU
+count and not the vLLM version: an upgrade keeps cached answers (bump support.cache.SCHEMA_VERSION
+or run with --no-cache to re-generate deliberately).
 """
 
 from __future__ import annotations
@@ -13,23 +19,17 @@ import asyncio
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from support.backends.base import Backend, BackendError, BackendUnavailable
 from support.types import Request, Response, Usage
 
-# registered name -> (hub id, engine arguments beyond the defaults)
-VLLM_MODELS: dict[str, tuple[str, dict[str, Any]]] = {
-    "qwen25-vl-7b": ("Qwen/Qwen2.5-VL-7B-Instruct", {}),
-    "llava-onevision-7b": ("llava-hf/llava-onevision-qwen2-7b-si-hf", {}),
-    "llama32-vision-11b": ("meta-llama/Llama-3.2-11B-Vision-Instruct", {"max_num_seqs": 100}),
-}
 MAX_IMAGES_PER_PROMPT = 4  # few-shot pointing: 3 examples + the query
 
 
 def engine_args(
-    model_id: str, gpus: Sequence[int] = (), extra: dict[str, Any] | None = None, seed: int = 0
+    model_id: str, gpus: Sequence[int] = (), extra: Mapping[str, Any] | None = None, seed: int = 0
 ) -> dict[str, Any]:
     """Keyword arguments of `vllm.LLM` for a model on the given GPUs."""
     args: dict[str, Any] = {
@@ -76,7 +76,7 @@ class VLLMBackend(Backend):
         model_id: str,
         *,
         gpus: Sequence[int] = (),
-        engine_extra: dict[str, Any] | None = None,
+        engine_extra: Mapping[str, Any] | None = None,
         max_batch: int = 256,
         seed: int = 0,
     ) -> None:
@@ -146,18 +146,20 @@ def _stable(args: dict[str, Any]) -> str:
     return repr(sorted(keep.items()))
 
 
-def make_vllm_backend(name: str, model_id: str, opts: Any) -> Backend:
-    """Factory for registered vLLM names and `vllm:<id or path>`: unavailable (its cases skip)
-    where vLLM is not installed, as on any machine without a GPU."""
+def make_vllm_backend(
+    name: str, model_id: str, opts: Any, engine: Mapping[str, Any] | None = None
+) -> Backend:
+    """Factory for registered vLLM names (`engine`: their ModelSpec.engine) and `vllm:<id or
+    path>`: unavailable (its cases skip) where vLLM is not installed, as on any machine without
+    a GPU. Reads `opts.extra` keys gpus and max_batch."""
     if importlib.util.find_spec("vllm") is None:
         raise BackendUnavailable(f"{name}: needs vLLM on a GPU machine: pip install vlmbench[vllm]")
     extra = dict(getattr(opts, "extra", ()) or ())
-    engine_extra = VLLM_MODELS[name][1] if name in VLLM_MODELS else {}
     return VLLMBackend(
         name,
         model_id,
         gpus=tuple(extra.get("gpus", ())),
-        engine_extra=engine_extra,
+        engine_extra=engine,
         max_batch=int(extra.get("max_batch") or 256),
         seed=getattr(opts, "seed", 0),
     )

@@ -154,14 +154,14 @@ def result_rows(outcomes: list[Outcome]) -> dict[str, list[dict]]:
     """The source's nyu_distance_results.json content: per model, one dict per pair in image and
     pair order (predicted_distance None when unparsable or on a backend error)."""
     out: dict[str, list[dict]] = {}
-    for o in sorted(outcomes, key=lambda o: (o.model, o.extra["image_idx"], o.extra["pair_idx"])):
+    for o in sorted(outcomes, key=lambda o: (o.model, o.params["image_idx"], o.params["pair_idx"])):
         out.setdefault(o.model, []).append(
             {
-                "image_idx": o.extra["image_idx"],
-                "pair_idx": o.extra["pair_idx"],
-                "point1": list(o.target["point1"]),
-                "point2": list(o.target["point2"]),
-                "gt_distance": o.target["distance_m"],
+                "image_idx": o.params["image_idx"],
+                "pair_idx": o.params["pair_idx"],
+                "point1": list(o.params["point1"]),
+                "point2": list(o.params["point2"]),
+                "gt_distance": o.params["gt_distance"],
                 "predicted_distance": o.scores.get("pred"),
                 "raw_response": o.raw,
                 "model": o.model,
@@ -283,12 +283,37 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
     return path
 
 
+def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path) -> list[Path]:
+    """marked_images/img0000_pair0.jpg: what the model saw, one per pair, drawn again here on
+    the controller from the outcomes' pairs (workers write no files)."""
+    from support.nyu.mat import NyuMat
+    from support.nyu.spec import NyuSettings
+    from support.nyu.task import marked_jpeg, marked_name, pair_of
+    from support.outputs import atomic_write
+    from support.synthetic.nyu_depth import ensure_nyu_mat
+
+    settings = run.evaluations.get("nyu_distance") or NyuSettings()
+    mat = NyuMat(settings.mat or ensure_nyu_mat(run.cache_dir))
+    pairs = {(o.params["image_idx"], o.params["pair_idx"]): o.params for o in outcomes}
+    paths = []
+    for image_idx in sorted({i for i, _ in pairs}):
+        rgb = mat.image(image_idx)
+        for (i, j), params in sorted(pairs.items()):
+            if i == image_idx:
+                data = marked_jpeg(rgb, pair_of(params))
+                paths.append(folder / marked_name(i, j))
+                atomic_write(paths[-1], lambda f, data=data: f.write(data))
+    return paths
+
+
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
 ) -> list[Path]:
-    """The source's nyu_distance_results.json, report.md and the prediction-vs-truth plot."""
+    """The source's nyu_distance_results.json and marked images, report.md and the
+    prediction-vs-truth plot."""
     return [
         write_results_json(outcomes, out_dir / "nyu_distance_results.json"),
         write_report(summary, outcomes, out_dir / "report.md"),
         plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png"),
+        *write_marked_images(outcomes, run, out_dir / "marked_images"),
     ]

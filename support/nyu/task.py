@@ -19,25 +19,23 @@ import asyncio
 import io
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.engine import ModelClient
 from support.evaluation import Evaluation, linspace_subset
 from support.memo import OnceCache
 from support.nyu.mat import NyuMat
 from support.nyu.pairs import PointPair, grid, pair_rng, sample_pairs
 from support.nyu.parser import DistanceAnswer, format_distance, parse_answer
 from support.nyu.prompts import MAX_TOKENS, PROMPT
-from support.outputs import atomic_write
+from support.nyu.spec import NyuSettings
+from support.runner import CaseClient
 from support.settings import RunSettings
 from support.synthetic.nyu_depth import ensure_nyu_mat
-from support.types import Case, Outcome, Part, Request, Response, Usage, encode_image
+from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
-PAIRS_PER_IMAGE = 3  # as the source
 DELTA_THRESHOLD = 1.25  # `correct` when max(pred/gt, gt/pred) < this
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 JPEG_QUALITY = 95
@@ -81,15 +79,20 @@ def mark_pair(rgb: np.ndarray, pair: PointPair) -> Image.Image:
     return image
 
 
-def parse_pairs_per_image(value: str | int | None) -> int:
-    """--pairs-per-image as an int >= 1 (ValueError naming the option otherwise)."""
-    try:
-        k = int(value if value is not None else PAIRS_PER_IMAGE)
-    except (TypeError, ValueError):
-        raise ValueError(f"--pairs-per-image {value!r}: expected a whole number >= 1") from None
-    if k < 1:
-        raise ValueError(f"--pairs-per-image {value!r}: expected a whole number >= 1")
-    return k
+def marked_jpeg(rgb: np.ndarray, pair: PointPair) -> bytes:
+    """What the model sees: the marked image as JPEG bytes."""
+    return encode_image(mark_pair(rgb, pair), "JPEG", quality=JPEG_QUALITY)
+
+
+def marked_name(image_idx: int, pair_idx: int) -> str:
+    """img0000_pair0.jpg, as the source names its marked images."""
+    return f"img{image_idx:04d}_pair{pair_idx}.jpg"
+
+
+def pair_of(params: dict) -> PointPair:
+    """The case's point pair from its params."""
+    return PointPair(tuple(params["point1"]), tuple(params["point2"]), params["depth1"],
+                     params["depth2"])  # fmt: skip
 
 
 class NyuDistanceEvaluation(Evaluation):
@@ -99,29 +102,27 @@ class NyuDistanceEvaluation(Evaluation):
     summary_module: ClassVar[str] = "support.nyu.summary"
     quick_samples: ClassVar[int] = 2  # images in the quick subset (x pairs per image cases)
 
-    def __init__(self, mat: NyuMat, pairs: dict[int, list[PointPair]], marked_dir: Path) -> None:
+    def __init__(self, mat: NyuMat, pairs: dict[int, list[PointPair]]) -> None:
         self.mat = mat
         self.pairs = pairs  # image index -> its sampled pairs, in image order
         self.images = list(pairs)
         self.quick_images = set(linspace_subset(self.images, self.quick_samples))
-        self.marked_dir = marked_dir  # where the marked images of this run are saved
         self._rgb: OnceCache[int, np.ndarray] = OnceCache(8)
         self._marked: OnceCache[tuple[int, int], bytes] = OnceCache(256)
 
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
-    def load(cls, settings: RunSettings) -> NyuDistanceEvaluation:
-        path = settings.data.get("nyu_mat") or ensure_nyu_mat(settings.cache_dir)
-        k = parse_pairs_per_image(settings.data.get("nyu_pairs_per_image"))
+    def load(cls, run: RunSettings, settings: NyuSettings) -> NyuDistanceEvaluation:
+        path = settings.mat or ensure_nyu_mat(run.cache_dir)
         mat = NyuMat(path)
-        images = linspace_subset(list(range(len(mat))), settings.samples)
+        images = linspace_subset(list(range(len(mat))), run.samples)
         us, vs = grid()
+        k = settings.pairs_per_image
         pairs = {
-            i: sample_pairs(mat.depth_at(i, us, vs), us, vs, k, pair_rng(settings.seed, i))
+            i: sample_pairs(mat.depth_at(i, us, vs), us, vs, k, pair_rng(run.seed, i))
             for i in images
         }
-        marked_dir = settings.results_dir / cls.name / settings.run_id / "marked_images"
-        return cls(mat, pairs, marked_dir)
+        return cls(mat, pairs)
 
     def cases(self) -> list[Case]:
         out = []
@@ -136,36 +137,23 @@ class NyuDistanceEvaluation(Evaluation):
                     "depth2": pair.depth2,
                     "gt_distance": pair.distance(),  # metres
                 }
-                out.append(Case(f"img{i:04d}-pair{j}", self.name, params))
+                # the pairs of one image share a scene: resampled together
+                out.append(Case(f"img{i:04d}-pair{j}", self.name, params, cluster=f"img{i}"))
         return out
 
     def is_quick(self, case: Case) -> bool:
         return case.params["image_idx"] in self.quick_images
 
     def locality(self, case: Case) -> str:
-        return f"img{case.params['image_idx']}"
+        return case.cluster
 
     # ---- images ------------------------------------------------------------------------------
-    def pair(self, case: Case) -> PointPair:
-        p = case.params
-        return PointPair(tuple(p["point1"]), tuple(p["point2"]), p["depth1"], p["depth2"])
-
-    def marked_path(self, image_idx: int, pair_idx: int) -> Path:
-        """marked_images/img0000_pair0.jpg, as the source names them."""
-        return self.marked_dir / f"img{image_idx:04d}_pair{pair_idx}.jpg"
-
     def marked(self, case: Case) -> bytes:
-        """The case's marked image as JPEG bytes (what the model sees); saved once per process
-        under marked_images/ when first made."""
+        """The case's marked image as JPEG bytes (what the model sees), made once per process."""
         key = (case.params["image_idx"], case.params["pair_idx"])
-        return self._marked.get(key, lambda k: self._make_marked(k, self.pair(case)))
-
-    def _make_marked(self, key: tuple[int, int], pair: PointPair) -> bytes:
-        data = encode_image(
-            mark_pair(self._rgb.get(key[0], self.mat.image), pair), "JPEG", quality=JPEG_QUALITY
+        return self._marked.get(
+            key, lambda k: marked_jpeg(self._rgb.get(k[0], self.mat.image), pair_of(case.params))
         )
-        atomic_write(self.marked_path(*key), lambda f: f.write(data))
-        return data
 
     def request(self, case: Case) -> Request:
         return Request(
@@ -177,14 +165,12 @@ class NyuDistanceEvaluation(Evaluation):
         )
 
     # ---- evaluation --------------------------------------------------------------------------
-    async def evaluate(self, case: Case, client: ModelClient) -> Outcome:
+    async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
         response = await client.generate(request)
-        return self.score(case, client.name, request, response, parse_answer(response.text))
+        return self.score(case, parse_answer(response.text))
 
-    def score(
-        self, case: Case, model: str, request: Request, response: Response, answer: DistanceAnswer
-    ) -> Outcome:
+    def score(self, case: Case, answer: DistanceAnswer) -> Verdict:
         gt = float(case.params["gt_distance"])
         pred = answer.metres
         if pred is None:
@@ -192,50 +178,12 @@ class NyuDistanceEvaluation(Evaluation):
         else:
             status = "correct" if delta_ratio(pred, gt) < DELTA_THRESHOLD else "wrong"
             scores = {"gt": gt, "pred": pred, "abs_error": abs(pred - gt)}
-        return Outcome(
-            case_id=f"{case.id}-{model}",
-            evaluation=self.name,
-            model=model,
+        p = case.params
+        return Verdict(
             status=status,
-            cluster=self.locality(case),
             scores=scores,
             prediction={"distance_m": pred, "unit": answer.unit, "parsed_by": answer.reason},
-            target=self._target(case),
-            raw=response.text,
-            prompt_hash=request.digest(),
-            latency_s=response.latency_s,
-            cached=response.cached,
-            usage=response.usage,
-            extra={
-                "image_idx": case.params["image_idx"],
-                "pair_idx": case.params["pair_idx"],
-                **({"rendered_prompt": response.prompt} if response.prompt else {}),
-                "backend_calls": 0 if response.cached else 1,
-                "cache_hits": 1 if response.cached else 0,
-            },
-        )
-
-    def _target(self, case: Case) -> dict:
-        p = case.params
-        return {"distance_m": p["gt_distance"], "point1": p["point1"], "point2": p["point2"]}
-
-    def error_outcome(self, case: Case, model: str, message: str) -> Outcome:
-        return Outcome(
-            case_id=f"{case.id}-{model}",
-            evaluation=self.name,
-            model=model,
-            status="error",
-            cluster=self.locality(case),
-            scores={"gt": case.params["gt_distance"], "pred": None, "abs_error": None},
-            target=self._target(case),
-            error=message,
-            usage=Usage(),
-            extra={
-                "image_idx": case.params["image_idx"],
-                "pair_idx": case.params["pair_idx"],
-                "backend_calls": 0,
-                "cache_hits": 0,
-            },
+            target={"distance_m": p["gt_distance"], "point1": p["point1"], "point2": p["point2"]},
         )
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:

@@ -218,10 +218,10 @@ def performance(row: pd.Series, generators: dict, n_resamples: int, seed: int) -
 
 def reasoning_entry(o: Outcome) -> dict[str, Any]:
     """One image's entry of reasoning_<ts>.json, in the source's keys (plus generator, error)."""
-    label = o.scores["y_true"]
+    label = o.params["label"]
     prediction = (o.prediction or {}).get("aggregated_prediction")
     entry = {
-        "image": o.extra.get("image"),
+        "image": o.params["image"],
         "generator": o.group["generator"],
         "question": o.extra.get("question"),
         "full_prompt": o.extra.get("full_prompt"),
@@ -241,8 +241,8 @@ def log_text(key: tuple, group: list[Outcome], perf: dict, files: list[Path]) ->
     model, dataset, phrase, mode, n = key
     m = perf["metrics"]
     statuses = Counter(o.status for o in group)
-    sent = sum(int(o.extra.get("backend_calls", 0)) for o in group)
-    cached = sum(int(o.extra.get("cache_hits", 0)) for o in group)
+    sent = sum(o.backend_calls for o in group)
+    cached = sum(o.cache_hits for o in group)
     lines = [
         f"dataset={dataset} model={model} phrase={phrase} mode={mode or '-'} n={n}",
         f"stage 1 temperature={0.0 if n == 1 else 1.0}, stage 2 temperature=0.0",
@@ -258,20 +258,20 @@ def log_text(key: tuple, group: list[Outcome], perf: dict, files: list[Path]) ->
 
 
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
 ) -> list[Path]:
     """Per combination, the source's reasoning/performance/log files in its folder hierarchy;
     in the run folder, generator_recall.csv, report.md and the plots."""
-    ts = settings.run_id
+    ts = run.run_id
     written: list[Path] = []
     recall_rows = []
     summary_rows = {tuple(r[c] for c in COMBINATION): r for _, r in summary.iterrows()}
     for key, group in combinations(outcomes):
         model, dataset, phrase, mode, n = key
-        folder = result_dir(settings.results_dir, dataset, model, phrase, mode, int(n))
-        generators = generator_recall(group, settings.bootstrap, settings.seed)
-        perf = performance(summary_rows[key], generators, settings.bootstrap, settings.seed)
-        group.sort(key=lambda o: int(o.extra.get("row", 0)))
+        folder = result_dir(run.results_dir, dataset, model, phrase, mode, int(n))
+        generators = generator_recall(group, run.bootstrap, run.seed)
+        perf = performance(summary_rows[key], generators, run.bootstrap, run.seed)
+        group.sort(key=lambda o: int(o.params["row"]))
         files = [folder / f"reasoning_{ts}.json", folder / f"performance_{ts}.json"]
         _write_json(files[0], [reasoning_entry(o) for o in group])
         _write_json(files[1], perf)
@@ -300,7 +300,7 @@ def write_outputs(
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PlotSkipped)
-        in_run += make_all(settings.results_dir / "pgt", out_dir / "figures", run=ts)
+        in_run += make_all(run.results_dir / "pgt", out_dir / "figures", run=ts)
     return in_run + written  # the run folder's files first: the terminal lists the first few
 
 

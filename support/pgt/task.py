@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
-import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,22 +20,22 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw
 
-from support.engine import ModelClient
 from support.evaluation import Evaluation, linspace_subset
 from support.memo import OnceCache
 from support.pgt.answers import LABELS, extract_prediction, majority_vote
-from support.pgt.dataset import PgtDataset, load_csv, resolve_csv
+from support.pgt.dataset import PgtDataset, load_csv
 from support.pgt.layout import result_dir
-from support.pgt.phrases import BASELINE, MODES, PHRASES, QUESTION, Prompt, build_prompt
+from support.pgt.phrases import QUESTION, Prompt, build_prompt
+from support.pgt.spec import PgtSettings
+from support.runner import CaseClient
 from support.settings import RunSettings
 from support.synthetic.pgt_images import ensure_pgt_sample
-from support.types import Case, Outcome, Part, Request, Response, Usage, encode_image
+from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
 
 FINAL_ANSWER_CUE = "\n\nFinal Answer (real/ai-generated):"  # stage 2 continues after it
 STAGE1_MAX_TOKENS = 512  # reasoning
 STAGE2_MAX_TOKENS = 16  # the label
 DEBUG_EXAMPLES = 5  # --pgt-debug, as the source's --debug
-SYNTHETIC = "synthetic"
 
 
 @dataclass(frozen=True)
@@ -88,115 +86,84 @@ class PgtEvaluation(Evaluation):
     def __init__(
         self,
         dataset: PgtDataset,
-        phrases: dict[str, str],
-        modes: tuple[str, ...],
-        ns: tuple[int, ...],
+        settings: PgtSettings,
         positions: list[int],
-        settings: RunSettings,
+        run: RunSettings,
     ) -> None:
         self.dataset = dataset
-        self.phrases = phrases
-        self.modes = modes
-        self.ns = ns
+        self.settings = settings
+        self.phrases = settings.phrases
         self.examples = [dataset.examples[i] for i in positions]
         self.by_row = {e.row: e for e in self.examples}
         self.quick_rows = set(linspace_subset([e.row for e in self.examples], self.quick_samples))
-        self.settings = settings
+        self.run = run
         self._images: OnceCache[int, Part] = OnceCache(512)
-        self._kept: dict[Path, list[tuple[Path, set[str]]]] = {}
-        self._kept_lock = threading.Lock()
 
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
-    def load(cls, settings: RunSettings) -> PgtEvaluation:
-        data = settings.data
-        choice = data.get("pgt_dataset")
-        if choice:
-            name, csv = resolve_csv(choice, data.get("pgt_root"))
-        else:
-            name, csv = SYNTHETIC, ensure_pgt_sample(settings.cache_dir)
-        dataset = load_csv(csv, name)
-        phrases = json.loads(data["pgt_phrases"]) if data.get("pgt_phrases") else dict(PHRASES)
-        modes = tuple(data["pgt_modes"].split(",")) if data.get("pgt_modes") else MODES
-        ns = tuple(int(n) for n in data["pgt_n"].split(",")) if data.get("pgt_n") else (1,)
-        if data.get("pgt_debug"):
+    def load(cls, run: RunSettings, settings: PgtSettings) -> PgtEvaluation:
+        csv = settings.csv if settings.csv is not None else ensure_pgt_sample(run.cache_dir)
+        dataset = load_csv(csv, settings.dataset)
+        if settings.debug:
             positions = list(range(min(DEBUG_EXAMPLES, len(dataset.examples))))
         else:
-            positions = linspace_subset(list(range(len(dataset.examples))), settings.samples)
-        return cls(dataset, phrases, modes, ns, positions, settings)
-
-    def methods(self) -> list[tuple[str, str | None]]:
-        """(phrase, mode) pairs: baseline ignores the mode (one method, mode None)."""
-        out: list[tuple[str, str | None]] = []
-        for phrase in self.phrases:
-            if phrase == BASELINE:
-                out.append((phrase, None))
-            else:
-                out.extend((phrase, mode) for mode in self.modes)
-        return out
+            positions = linspace_subset(list(range(len(dataset.examples))), run.samples)
+        return cls(dataset, settings, positions, run)
 
     def cases(self) -> list[Case]:
         out = []
         for ex in self.examples:
-            for phrase, mode in self.methods():
-                for n in self.ns:
+            for phrase, mode in self.settings.methods():
+                for n in self.settings.ns:
                     method = phrase if mode is None else f"{phrase}-{mode}"
                     params = {
                         "row": ex.row,
+                        "image": str(ex.image),
                         "phrase": phrase,
                         "mode": mode,
                         "n": n,
                         "label": ex.label,
                         "generator": ex.generator,
                     }
-                    out.append(Case(f"{ex.id}-{method}-n{n}", self.name, params))
+                    group = {
+                        "dataset": self.dataset.name,
+                        "phrase": phrase,
+                        "mode": mode or "",
+                        "n": str(n),
+                        "generator": ex.generator,
+                    }
+                    cluster = f"r{ex.row:05d}"  # one image: its cases are resampled together
+                    out.append(Case(f"{ex.id}-{method}-n{n}", self.name, params, group, cluster))
         return out
 
     def is_quick(self, case: Case) -> bool:
         return case.params["row"] in self.quick_rows
 
     def locality(self, case: Case) -> str:
-        return f"r{case.params['row']:05d}"  # also the bootstrap cluster: one image
+        return case.cluster
 
     # ---- results the source keeps ------------------------------------------------------------
     def combination_dir(self, case: Case, model: str) -> Path:
         p = case.params
         return result_dir(
-            self.settings.results_dir, self.dataset.name, model, p["phrase"], p["mode"], p["n"]
+            self.run.results_dir, self.dataset.name, model, p["phrase"], p["mode"], p["n"]
         )
 
     def skip_reasons(self, selected: list[tuple[Case, str]]) -> list[str | None]:
         """A combination whose selected images all appear in an existing reasoning file is kept
-        (the source skips existing results) unless --override."""
-        if self.settings.override:
-            return [None] * len(selected)
+        (the source skips existing results) unless --override; the files were read at
+        configure time (PgtSettings.kept)."""
         wanted: dict[Path, set[str]] = defaultdict(set)
         for case, model in selected:
-            wanted[self.combination_dir(case, model)].add(
-                str(self.by_row[case.params["row"]].image)
-            )
+            wanted[self.combination_dir(case, model)].add(case.params["image"])
         reasons: dict[Path, str | None] = {}
         for folder, images in wanted.items():
             reasons[folder] = None
-            for path, done in self._existing(folder):
+            for path, done in self.settings.kept.get(str(folder), ()):
                 if images <= done:
                     reasons[folder] = f"results exist: {path} (pass --override to re-run)"
                     break
         return [reasons[self.combination_dir(c, m)] for c, m in selected]
-
-    def _existing(self, folder: Path) -> list[tuple[Path, set[str]]]:
-        with self._kept_lock:
-            if folder not in self._kept:
-                found = []
-                for path in sorted(folder.glob("reasoning_*.json")) if folder.is_dir() else []:
-                    try:
-                        entries = json.loads(path.read_text(encoding="utf-8"))
-                        done = {str(e["image"]) for e in entries if not e.get("error")}
-                        found.append((path, done))
-                    except (OSError, ValueError, TypeError, KeyError):
-                        continue  # unreadable: not a kept result
-                self._kept[folder] = found
-            return self._kept[folder]
 
     # ---- requests ----------------------------------------------------------------------------
     def image(self, row: int) -> Part:
@@ -216,7 +183,7 @@ class PgtEvaluation(Evaluation):
             temperature=0.0 if n == 1 else 1.0,
             max_tokens=STAGE1_MAX_TOKENS,
             n=n,
-            seed=self.settings.seed if n > 1 else None,
+            seed=self.run.seed if n > 1 else None,
             target=oracle_reasoning(label),
             answer_space=ReasoningSpace(),
         )
@@ -235,18 +202,18 @@ class PgtEvaluation(Evaluation):
         )
 
     # ---- evaluation --------------------------------------------------------------------------
-    async def evaluate(self, case: Case, client: ModelClient) -> Outcome:
+    async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         label = case.params["label"]
         stage1 = await asyncio.to_thread(self.stage1_request, case)  # file read off the loop
         first = await client.generate(stage1)
         reasonings = list(first.texts)
         stage2 = [self.stage2_request(stage1, r, label) for r in reasonings]
         answers = await asyncio.gather(*(client.generate(r) for r in stage2))
-        return self.score(case, client.name, stage1, first, list(answers))
+        return self.score(case, stage1, first, list(answers))
 
     def score(
-        self, case: Case, model: str, stage1: Request, first: Response, answers: list[Response]
-    ) -> Outcome:
+        self, case: Case, stage1: Request, first: Response, answers: list[Response]
+    ) -> Verdict:
         label = case.params["label"]
         responses = []
         for reasoning, answer in zip(first.texts, answers, strict=True):
@@ -264,15 +231,8 @@ class PgtEvaluation(Evaluation):
             status = "unparsable"
         else:
             status = "correct" if vote.prediction == label else "wrong"
-        calls = [first, *answers]
-        usage = sum((r.usage for r in calls), Usage())
-        return Outcome(
-            case_id=f"{case.id}-{model}",
-            evaluation=self.name,
-            model=model,
+        return Verdict(
             status=status,
-            group=self.group(case),
-            cluster=self.locality(case),
             scores={
                 "y_true": label,
                 "y_pred": vote.prediction,
@@ -285,47 +245,10 @@ class PgtEvaluation(Evaluation):
             },
             target={"label": label, "generator": case.params["generator"]},
             raw=transcript(responses),
-            prompt_hash=stage1.digest(),
-            latency_s=first.latency_s + max((a.latency_s for a in answers), default=0.0),
-            cached=all(r.cached for r in calls),
-            usage=usage,
             extra={
-                "row": case.params["row"],
-                "image": str(self.by_row[case.params["row"]].image),
                 "question": QUESTION,
                 "full_prompt": first.prompt or full_prompt_text(stage1),
                 "responses": responses,
-                "backend_calls": sum(not r.cached for r in calls),
-                "cache_hits": sum(r.cached for r in calls),
-            },
-        )
-
-    def group(self, case: Case) -> dict[str, str]:
-        p = case.params
-        return {
-            "dataset": self.dataset.name,
-            "phrase": p["phrase"],
-            "mode": p["mode"] or "",
-            "n": str(p["n"]),
-            "generator": p["generator"],
-        }
-
-    def error_outcome(self, case: Case, model: str, message: str) -> Outcome:
-        return Outcome(
-            case_id=f"{case.id}-{model}",
-            evaluation=self.name,
-            model=model,
-            status="error",
-            group=self.group(case),
-            cluster=self.locality(case),
-            scores={"y_true": case.params["label"], "y_pred": None},
-            target={"label": case.params["label"], "generator": case.params["generator"]},
-            error=message,
-            extra={
-                "row": case.params["row"],
-                "image": str(self.by_row[case.params["row"]].image),
-                "backend_calls": 0,
-                "cache_hits": 0,
             },
         )
 

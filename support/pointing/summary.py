@@ -205,7 +205,7 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path:
 
 
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, settings: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
 ) -> list[Path]:
     """report.md and the per-organ F1 plot in the run folder."""
     return [write_report(summary, out_dir / "report.md"), plot_f1_by_organ(summary, out_dir)]

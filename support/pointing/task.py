@@ -18,7 +18,6 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw
 
-from support.engine import ModelClient
 from support.evaluation import Evaluation, linspace_subset
 from support.geometry import Letterbox, canvas_mask, interior_point, letterbox, mask_outline
 from support.memo import OnceCache
@@ -33,9 +32,11 @@ from support.pointing.prompts import (
     few_shot_parts,
     zero_shot_parts,
 )
+from support.pointing.spec import PointingSettings
+from support.runner import CaseClient
 from support.settings import RunSettings
 from support.synthetic.cholecseg8k import ensure_cholecseg8k
-from support.types import Case, Outcome, Part, Request, Response, Usage, encode_image
+from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
 
 CANVAS = (768, 768)  # (width, height) canvas px
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
@@ -80,24 +81,24 @@ class PointingEvaluation(Evaluation):
 
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
-    def load(cls, settings: RunSettings) -> PointingEvaluation:
-        source = settings.data.get("cholecseg8k")
+    def load(cls, run: RunSettings, settings: PointingSettings) -> PointingEvaluation:
+        source = settings.cholecseg8k
         if source is None:
-            source = str(ensure_cholecseg8k(settings.cache_dir))
+            source = str(ensure_cholecseg8k(run.cache_dir))
         if Path(source).exists() or not HUB_ID_RE.match(source):
             ds = CholecSeg8k.open(source)  # local: preparing is local computation
-            prepared = prepare(ds, prepared_dir(settings.cache_dir, ds.fingerprint[:16]), N_TEST)
+            prepared = prepare(ds, prepared_dir(run.cache_dir, ds.fingerprint[:16]), N_TEST)
         else:  # a hub id: never download at collection time; the plans must exist already
             ds = None
             key = source.replace("/", "__")
             try:
-                prepared = load_prepared(prepared_dir(settings.cache_dir, key), N_TEST)
+                prepared = load_prepared(prepared_dir(run.cache_dir, key), N_TEST)
             except FileNotFoundError as exc:
                 raise FileNotFoundError(
                     f"--cholecseg8k {source}: not prepared yet (preparing downloads the dataset, "
                     f"so it is an explicit step). {str(exc).replace('SOURCE', source)}"
                 ) from None
-        ev = cls(source, prepared, linspace_subset(list(prepared.test_indices), settings.samples))
+        ev = cls(source, prepared, linspace_subset(list(prepared.test_indices), run.samples))
         ev._ds = ds
         return ev
 
@@ -122,7 +123,9 @@ class PointingEvaluation(Evaluation):
                         "present": int(y[row, j]),
                     }
                     case_id = f"s{row:04d}-{ORGAN_SLUGS[oid]}-{condition}"
-                    out.append(Case(case_id, self.name, params))
+                    group = {"condition": condition, "organ": CLASS_NAMES[oid]}
+                    video = self.prepared.video_ids[row]  # frames of a video are resampled together
+                    out.append(Case(case_id, self.name, params, group, video))
         return out
 
     def is_quick(self, case: Case) -> bool:
@@ -182,15 +185,12 @@ class PointingEvaluation(Evaluation):
         )
 
     # ---- evaluation --------------------------------------------------------------------------
-    async def evaluate(self, case: Case, client: ModelClient) -> Outcome:
+    async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
         response = await client.generate(request)
-        answer = parse_pointing(response.text, CANVAS)
-        return self.score(case, client.name, request, response, answer)
+        return self.score(case, response, parse_pointing(response.text, CANVAS))
 
-    def score(
-        self, case: Case, model: str, request: Request, response: Response, answer: PointingAnswer
-    ) -> Outcome:
+    def score(self, case: Case, response: Response, answer: PointingAnswer) -> Verdict:
         row, organ = case.params["row"], case.params["organ"]
         y_true = int(case.params["present"])
         hit: bool | None = None
@@ -202,27 +202,11 @@ class PointingEvaluation(Evaluation):
                 hit = self.hits(row, organ, answer.point)
             correct = y_pred == y_true and (y_true == 0 or bool(hit))
             status = "correct" if correct else "wrong"
-        return Outcome(
-            case_id=f"{case.id}-{model}",
-            evaluation=self.name,
-            model=model,
+        return Verdict(
             status=status,
-            group={"condition": case.params["condition"], "organ": CLASS_NAMES[organ]},
-            cluster=case.params["video"],
             scores={"y_true": y_true, "y_pred": y_pred, "hit": hit},
             prediction=answer.to_json(),
             target={"present": y_true, "point_canvas": self._target_list(row, organ, y_true)},
-            raw=response.text,
-            prompt_hash=request.digest(),
-            latency_s=response.latency_s,
-            cached=response.cached,
-            usage=response.usage,
-            extra={
-                "row": row,
-                **({"rendered_prompt": response.prompt} if response.prompt else {}),
-                "backend_calls": 0 if response.cached else 1,
-                "cache_hits": 1 if response.cached else 0,
-            },
         )
 
     def hits(self, row: int, organ: int, point: tuple[int, int] | None) -> bool:
@@ -236,24 +220,6 @@ class PointingEvaluation(Evaluation):
     def _target_list(self, row: int, organ: int, present: int) -> list[int] | None:
         point = self.target_point(row, organ) if present else None
         return list(point) if point else None
-
-    def error_outcome(self, case: Case, model: str, message: str) -> Outcome:
-        return Outcome(
-            case_id=f"{case.id}-{model}",
-            evaluation=self.name,
-            model=model,
-            status="error",
-            group={
-                "condition": case.params["condition"],
-                "organ": CLASS_NAMES[case.params["organ"]],
-            },
-            cluster=case.params["video"],
-            scores={"y_true": int(case.params["present"]), "y_pred": None, "hit": None},
-            target={"present": int(case.params["present"])},
-            error=message,
-            usage=Usage(),
-            extra={"row": case.params["row"], "backend_calls": 0, "cache_hits": 0},
-        )
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """The canvas with the organ outlined (green) and the predicted point (red cross)."""

@@ -1,0 +1,166 @@
+"""Running one case: the per-case client that logs its calls, and the core's outcome bookkeeping.
+
+An evaluation's `evaluate(case, client)` awaits `client.generate(request)` as often as it needs
+and returns the domain part of its outcome(s) (a `Verdict`, or a list of them). `run_case` hands
+it a `CaseClient` that logs every call, then builds the full `Outcome`s: ids, model, usage,
+latency, prompt hash, cache counters. A failure becomes one `error` outcome built here, so no
+evaluation writes bookkeeping or error outcomes of its own.
+
+A case may name another case that must finish first (`Case.after`, a sequence of rounds): it
+then starts only when that one is done and sees the outcomes of every earlier round as
+`client.history`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from support.backends.api_keys import redact
+from support.backends.base import BackendError
+from support.engine import ModelClient
+from support.types import Case, Outcome, Request, Response, Usage, Verdict
+
+if TYPE_CHECKING:
+    from support.evaluation import Evaluation
+
+
+@dataclass
+class CallLog:
+    """The model calls of one outcome, in the order they were made."""
+
+    requests: list[Request] = field(default_factory=list)
+    responses: list[Response] = field(default_factory=list)
+
+    def record(self, request: Request, response: Response) -> None:
+        self.requests.append(request)
+        self.responses.append(response)
+
+    def bookkeeping(self) -> dict[str, object]:
+        """The Outcome fields the core fills in from these calls."""
+        rs = self.responses
+        return {
+            "prompt_hash": self.requests[0].digest() if self.requests else "",
+            "latency_s": sum(r.latency_s for r in rs),  # model seconds, summed over calls
+            "cached": bool(rs) and all(r.cached for r in rs),
+            "usage": sum((r.usage for r in rs), Usage()),
+            "backend_calls": sum(not r.cached for r in rs),
+            "cache_hits": sum(r.cached for r in rs),
+            "rendered_prompt": next((r.prompt for r in rs if r.prompt), None),
+        }
+
+
+class CaseClient:
+    """What `evaluate` awaits: the model client of this case, logging each call.
+
+    `name` is the model's `--model` name; `history` the outcomes of the earlier rounds of a
+    sequence (empty for a case without `after`); `fork()` a client whose calls go to a log of
+    their own, for items that yield many outcomes.
+    """
+
+    def __init__(self, client: ModelClient, history: Sequence[Outcome] = ()) -> None:
+        self._client = client
+        self.name = client.name
+        self.history: tuple[Outcome, ...] = tuple(history)
+        self.log = CallLog()
+
+    async def generate(self, request: Request) -> Response:
+        response = await self._client.generate(request)
+        self.log.record(request, response)
+        return response
+
+    def fork(self) -> CaseClient:
+        return CaseClient(self._client, self.history)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """A case's outcomes, the history after it (for the next round), and the exception of a
+    pipeline failure (kept for the test's traceback; a BackendError is only recorded)."""
+
+    outcomes: tuple[Outcome, ...]
+    history: tuple[Outcome, ...] = ()
+    exception: BaseException | None = None
+
+
+def outcomes_of(
+    case: Case, model: str, verdicts: Verdict | Sequence[Verdict], log: CallLog
+) -> tuple[Outcome, ...]:
+    """Full outcomes from an evaluation's verdicts and the item's call log."""
+    if isinstance(verdicts, Verdict):
+        verdicts = [verdicts]
+    if not verdicts:
+        raise ValueError(f"{case.evaluation}: evaluate() returned no verdict for {case.id}")
+    out = []
+    unattributed: CallLog | None = log
+    for v in verdicts:
+        if not isinstance(v, Verdict):
+            raise TypeError(f"{case.evaluation}: evaluate() must return Verdicts, got {v!r:.80}")
+        calls = v.calls
+        if calls is None:
+            calls, unattributed = unattributed or CallLog(), None
+        books = calls.bookkeeping()
+        raw = v.raw if v.raw is not None else (calls.responses[-1].text if calls.responses else "")
+        out.append(
+            Outcome(
+                case_id=f"{v.case_id or case.id}-{model}",
+                evaluation=case.evaluation,
+                model=model,
+                status=v.status,
+                group=dict(case.group if v.group is None else v.group),
+                cluster=case.cluster if v.cluster is None else v.cluster,
+                scores=dict(v.scores),
+                prediction=v.prediction,
+                target=v.target,
+                raw=raw,
+                params=dict(case.params),
+                extra=dict(v.extra),
+                **books,  # type: ignore[arg-type]
+            )
+        )
+    ids = [o.case_id for o in out]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{case.evaluation}: outcome ids repeat within {case.id}: {ids}")
+    return tuple(out)
+
+
+def error_outcome(case: Case, model: str, message: str, log: CallLog) -> Outcome:
+    """The outcome recorded when the pipeline broke for this case."""
+    books = log.bookkeeping()
+    return Outcome(
+        case_id=f"{case.id}-{model}",
+        evaluation=case.evaluation,
+        model=model,
+        status="error",
+        group=dict(case.group),
+        cluster=case.cluster,
+        raw=log.responses[-1].text if log.responses else "",
+        error=message,
+        params=dict(case.params),
+        **books,  # type: ignore[arg-type]
+    )
+
+
+async def run_case(
+    ev: Evaluation,
+    case: Case,
+    client: ModelClient,
+    before: Callable[[], Awaitable[CaseResult]] | None = None,
+) -> CaseResult:
+    """Evaluate one case (after `before`, the case it waits for); never raises: a failure
+    becomes an `error` outcome, the exception kept in the result."""
+    history: tuple[Outcome, ...] = ()
+    if before is not None:
+        prior = await before()
+        history = prior.history + prior.outcomes
+    cc = CaseClient(client, history)
+    try:
+        verdicts = await ev.evaluate(case, cc)
+        outcomes = outcomes_of(case, client.name, verdicts, cc.log)
+    except BackendError as exc:
+        return CaseResult((error_outcome(case, client.name, str(exc), cc.log),), history, exc)
+    except Exception as exc:  # a bug: recorded, and re-raised in the test for its traceback
+        message = redact(f"{type(exc).__name__}: {exc}")
+        return CaseResult((error_outcome(case, client.name, message, cc.log),), history, exc)
+    return CaseResult(outcomes, history)

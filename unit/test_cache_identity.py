@@ -1,0 +1,127 @@
+"""The response cache survives an SDK upgrade: API identities name what the provider sees
+(provider, model id, endpoint), never an SDK version. In-process, against the loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+
+import pytest
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+genai = pytest.importorskip("google.genai")
+
+from support.backends import (  # noqa: E402
+    anthropic_messages,
+    api_backend,
+    gemini,
+    openai_chat,
+)
+from support.backends.registry import BackendOptions, create_backend  # noqa: E402
+from support.cache import ResponseCache, cache_key  # noqa: E402
+from support.engine import ModelClient  # noqa: E402
+from support.loopback import LoopbackServer, ScriptRequest  # noqa: E402
+from support.types import Part, Request  # noqa: E402
+
+KEY = "sk-loop-0123456789abcdef"
+KEY_VARS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+SDKS = {"openai": openai, "anthropic": anthropic, "google": genai}
+DISTRIBUTIONS = {"openai", "anthropic", "google-genai", "httpx", "httpx2"}
+REQUEST = Request(parts=(Part.of_text("Organ: Liver"),), system="be brief", max_tokens=20)
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch):
+    for var in KEY_VARS.values():
+        monkeypatch.setenv(var, KEY)
+    for var in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def upgrade_sdks(monkeypatch) -> None:
+    """Make every version an API backend could read look like a newer release: the SDKs'
+    `__version__`, their distributions' metadata, and any constant or class attribute of the
+    backend modules that holds an SDK's version."""
+    versions = {sdk.__version__ for sdk in SDKS.values()}
+    for module in (openai, anthropic, genai, openai._version, anthropic._version, genai.version):
+        monkeypatch.setattr(module, "__version__", "99.0.0")
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata,
+        "version",
+        lambda dist: "99.0.0" if dist in DISTRIBUTIONS else real(dist),
+    )
+    for module in (api_backend, openai_chat, anthropic_messages, gemini):
+        classes = [v for v in vars(module).values() if isinstance(v, type)]
+        for holder in (module, *classes):
+            for attr, value in list(vars(holder).items()):
+                if isinstance(value, str) and value in versions:
+                    monkeypatch.setattr(holder, attr, "99.0.0")
+
+
+@pytest.mark.parametrize("provider", list(SDKS))
+def test_the_cache_key_does_not_change_with_the_sdk_version(monkeypatch, provider):
+    name = f"{provider}:model-x"
+    before = create_backend(name).identity
+    assert SDKS[provider].__version__ not in json.dumps(before)  # no version at all
+    assert not any("version" in field for field in before)
+    upgrade_sdks(monkeypatch)
+    after = create_backend(name).identity
+    assert cache_key(after, REQUEST) == cache_key(before, REQUEST)
+    # what the provider sees still counts
+    other_model = create_backend(f"{provider}:model-y").identity
+    assert cache_key(other_model, REQUEST) != cache_key(before, REQUEST)
+
+
+def test_an_openai_compatible_identity_is_the_server_not_the_sdk(monkeypatch):
+    name = "openai-compatible:org/m"
+    one = create_backend(name, BackendOptions(api_base="http://gpu-a:8000/v1")).identity
+    upgrade_sdks(monkeypatch)
+    assert create_backend(name, BackendOptions(api_base="http://gpu-a:8000/v1/")).identity == one
+    other = create_backend(name, BackendOptions(api_base="http://gpu-b:8000/v1")).identity
+    assert cache_key(other, REQUEST) != cache_key(one, REQUEST)
+
+
+def answer(request: ScriptRequest) -> str:
+    return f"{request.protocol}: {request.texts[-1]}"
+
+
+def ask(name: str, url: str, cache: ResponseCache) -> tuple[str, bool]:
+    """One request through a fresh backend and ModelClient; (text, served from cache)."""
+    backend = create_backend(name, BackendOptions(api_base=url, max_retries=0))
+    client = ModelClient(backend, cache, concurrency=1)
+
+    async def go():
+        try:
+            return await client.generate(REQUEST)
+        finally:
+            await client.aclose()
+
+    response = asyncio.run(go())
+    return response.text, response.cached
+
+
+@pytest.mark.parametrize(
+    ("provider", "path"), [("openai", "/v1"), ("anthropic", ""), ("google", "")]
+)
+def test_an_sdk_upgrade_is_served_from_the_cache(monkeypatch, tmp_path, provider, path):
+    name = f"{provider}:loop-model"
+    with LoopbackServer(answer, api_key=KEY, lifetime_s=60) as server:
+        url = server.url + path
+        first = ResponseCache(tmp_path / "responses.sqlite")
+        text, cached = ask(name, url, first)
+        assert not cached and text.endswith(": Organ: Liver")
+        assert server.stats.answered == 1
+        first.close()
+
+        upgrade_sdks(monkeypatch)
+        again = ResponseCache(tmp_path / "responses.sqlite")  # as a later run opens it
+        assert ask(name, url, again) == (text, True)
+        assert server.stats.attempts == 1  # nothing new reached the server
+        again.close()

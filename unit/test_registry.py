@@ -1,0 +1,348 @@
+"""The model registry: specs and kinds, `scripted:<module>:<function>` models, and plugins added
+through the `vlmbench.models` entry point group (a dist-info folder on sys.path, nothing
+installed)."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from support.backends import registry
+from support.backends.base import Backend
+from support.backends.registry import (
+    BackendOptions,
+    ModelSpec,
+    PluginError,
+    check_name,
+    create_backend,
+    known_names,
+    model_kind,
+    model_spec,
+)
+from support.backends.scripted import ScriptedBackend
+from support.engine import ModelClient
+from support.types import Part, Request
+
+
+@pytest.fixture(autouse=True)
+def fresh_plugins():
+    """Each test finds the entry points on its own sys.path."""
+    registry.plugin_models.cache_clear()
+    yield
+    registry.plugin_models.cache_clear()
+
+
+def req(text: str, **kw) -> Request:
+    return Request(parts=(Part.of_text(text),), **kw)
+
+
+def generate(backend: Backend, request: Request) -> tuple[str, ...]:
+    return asyncio.run(backend.generate(request)).texts
+
+
+# -- specs and kinds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "provider", "model_id"),
+    [
+        ("oracle", "reference", "reference", "oracle"),
+        ("chance", "reference", "reference", "chance"),
+        ("gpt-4o-mini", "api", "openai", "gpt-4o-mini"),
+        ("claude-sonnet-4-20250514", "api", "anthropic", "claude-sonnet-4-20250514"),
+        ("gemini-2.0-flash", "api", "google", "gemini-2.0-flash"),
+        ("qwen25-vl-7b", "local-gpu", "vllm", "Qwen/Qwen2.5-VL-7B-Instruct"),
+        ("openai:gpt-4.1", "api", "openai", "gpt-4.1"),
+        ("openai-compatible:Qwen/Qwen2.5-VL-7B", "api", "openai-compatible", "Qwen/Qwen2.5-VL-7B"),
+        ("vllm:/models/m", "local-gpu", "vllm", "/models/m"),
+        ("hf:org/model", "local-cpu", "hf", "org/model"),
+        ("scripted:pkg.mod:fn", "reference", "scripted", "pkg.mod:fn"),
+    ],
+)
+def test_every_name_has_a_spec(name, kind, provider, model_id):
+    spec = model_spec(name)
+    assert (spec.name, spec.kind, spec.provider, spec.model_id) == (name, kind, provider, model_id)
+    assert model_kind(name) == kind
+    check_name(name)
+
+
+@pytest.mark.parametrize("name", ["nope", "nope:x", "openai:", "oracle:x", ""])
+def test_unknown_names_are_value_errors(name):
+    with pytest.raises(ValueError, match="unknown model"):
+        model_spec(name)
+    with pytest.raises(ValueError, match="known: chance, "):
+        check_name(name)
+
+
+def test_the_registry_is_the_one_list_of_models():
+    names = known_names()
+    assert names[: len(registry.MODELS)] == sorted(registry.MODELS)
+    assert {"oracle", "chance", "llama32-vision-11b", "scripted:<model-id>"} <= set(names)
+    assert all(spec.name == name for name, spec in registry.MODELS.items())
+    assert registry.DEFAULT_MODELS == ("oracle", "chance")
+    assert dict(model_spec("llama32-vision-11b").engine) == {"max_num_seqs": 100}
+
+
+def test_a_spec_is_checked_frozen_and_hashable():
+    build = registry.provider_factory
+    with pytest.raises(ValueError, match="kind 'gpu' is not one of"):
+        ModelSpec("m", "gpu", "vllm", "m", build)
+    with pytest.raises(ValueError, match="needs a name"):
+        ModelSpec("", "api", "openai", "m", build)
+    with pytest.raises(ValueError, match="factory is not callable"):
+        ModelSpec("m", "api", "openai", "m", None)  # type: ignore[arg-type]
+    engine = {"max_num_seqs": 8}
+    spec = ModelSpec("m", "local-gpu", "vllm", "org/m", registry.vllm_factory, engine=engine)
+    engine["max_num_seqs"] = 9  # the caller's dict is copied
+    assert spec.engine["max_num_seqs"] == 8
+    with pytest.raises(TypeError):
+        spec.engine["max_num_seqs"] = 1  # type: ignore[index]
+    assert hash(spec) == hash(ModelSpec("m", "local-gpu", "vllm", "org/m", registry.vllm_factory))
+
+
+def test_registered_vllm_models_pass_their_engine_settings(monkeypatch):
+    """The engine settings reach vllm.LLM's arguments and the cache identity (vLLM itself is
+    imported only when the first batch runs, so no GPU is needed to build the backend)."""
+    import importlib.util
+
+    from support.backends import vllm_local
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        vllm_local.importlib.util,
+        "find_spec",
+        lambda m, *a: object() if m == "vllm" else real(m, *a),
+    )
+    llama = create_backend("llama32-vision-11b", BackendOptions(seed=4, extra=(("gpus", (0,)),)))
+    assert llama.args["max_num_seqs"] == 100 and llama.args["seed"] == 4
+    assert llama.args["model"] == "meta-llama/Llama-3.2-11B-Vision-Instruct"
+    assert "max_num_seqs" in llama.identity["engine"]
+    plain = create_backend("vllm:meta-llama/Llama-3.2-11B-Vision-Instruct", BackendOptions(seed=4))
+    assert "max_num_seqs" not in plain.args
+    assert plain.identity != llama.identity  # other engine settings, other answers
+
+
+# -- scripted:<module>:<function> -----------------------------------------------------------------
+
+SCRIPT = """
+NOT_A_FUNCTION = 3
+
+
+def shout(request):
+    return request.parts[0].text.upper()
+
+
+def numbered(request):
+    return [f"{request.parts[0].text}-{i}" for i in range(request.n)]
+
+
+def from_target(request):
+    return request.target or "?"
+"""
+
+
+@pytest.fixture
+def script_module(tmp_path, monkeypatch) -> str:
+    """A module on sys.path holding scripts; its (unique) name."""
+    name = f"vlmbench_scripts_{uuid.uuid4().hex[:12]}"
+    (tmp_path / f"{name}.py").write_text(SCRIPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_a_scripted_model_runs_from_its_name(script_module):
+    name = f"scripted:{script_module}:shout"
+    backend = create_backend(name)
+    assert isinstance(backend, ScriptedBackend) and backend.name == name
+    assert generate(backend, req("liver", n=2)) == ("LIVER", "LIVER")
+    many = create_backend(f"scripted:{script_module}:numbered")
+    assert generate(many, req("x", n=3)) == ("x-0", "x-1", "x-2")
+    # it sees the hints, so they are part of its cache key
+    oracle_like = create_backend(f"scripted:{script_module}:from_target")
+    assert oracle_like.reads_hints
+    assert generate(oracle_like, req("q", target="B")) == ("B",)
+    client = ModelClient(oracle_like, cache=None, concurrency=1)
+    assert client.key(req("q", target="A")) != client.key(req("q", target="B"))
+
+
+def test_editing_the_script_changes_its_identity(script_module, tmp_path):
+    name = f"scripted:{script_module}:shout"
+    before = create_backend(name).identity
+    assert before == create_backend(name).identity
+    (tmp_path / f"{script_module}.py").write_text(SCRIPT + "\n# edited\n")
+    assert create_backend(name).identity != before
+    assert create_backend(f"scripted:{script_module}:numbered").identity["model"] != name
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("shout", r"expected scripted:<module>:<function>"),
+        (":shout", r"expected scripted:<module>:<function>"),
+        (
+            "no_such_module_for_vlmbench:shout",
+            r"cannot import module 'no_such_module_for_vlmbench'",
+        ),
+        ("{mod}:missing", r"module '{mod}' has no 'missing'"),
+        ("{mod}:NOT_A_FUNCTION", r"{mod}:NOT_A_FUNCTION is a int, not a function"),
+    ],
+)
+def test_a_bad_script_name_is_an_error_naming_it(script_module, target, message):
+    name = "scripted:" + target.format(mod=script_module)
+    check_name(name)  # checked when the backend is built, not at configure
+    with pytest.raises(ValueError, match=f"^{name}: {message.format(mod=script_module)}"):
+        create_backend(name)
+
+
+# -- plugins (entry point group vlmbench.models) --------------------------------------------------
+
+PLUGIN = """
+from support.backends.registry import ModelSpec
+from support.backends.scripted import ScriptedBackend
+
+LOADS = []
+
+
+def build(spec, opts):
+    return ScriptedBackend(
+        lambda r: f"{{spec.model_id}}/{{spec.engine['style']}}/{{opts.seed}}: {{r.parts[0].text}}",
+        name=spec.name,
+    )
+
+
+SPECS = [
+    ModelSpec("{prefix}-echo", "reference", "scripted", "echo-v1", build, engine={{"style": "a"}}),
+    ModelSpec("{prefix}-gpu", "local-gpu", "vllm", "org/tiny", build, engine={{"style": "b"}}),
+]
+ONE = ModelSpec("{prefix}-one", "api", "openai-compatible", "m", build, engine={{"style": "c"}})
+CLASH = ModelSpec("oracle", "reference", "scripted", "o", build)
+NOT_A_SPEC = 42
+"""
+
+
+def install_plugin(root: Path, monkeypatch, entry_points: dict[str, str]) -> str:
+    """A distribution with `entry_points` (name -> "module:attr", `{mod}` for its own module) in
+    the group vlmbench.models, written under `root` and put on sys.path; its module's name."""
+    prefix = f"p{uuid.uuid4().hex[:12]}"
+    module = f"vlmbench_plugin_{prefix}"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"{module}.py").write_text(PLUGIN.format(prefix=prefix))
+    info = root / f"{module}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    lines = [f"{name} = {value.format(mod=module)}" for name, value in entry_points.items()]
+    (info / "entry_points.txt").write_text("[vlmbench.models]\n" + "\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(root))
+    return module
+
+
+def test_a_plugin_adds_models_without_editing_the_suite(tmp_path, monkeypatch):
+    import importlib.metadata
+
+    module = install_plugin(tmp_path, monkeypatch, {"many": "{mod}:SPECS", "single": "{mod}:ONE"})
+    prefix = module.removeprefix("vlmbench_plugin_")
+    scans = []
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", lambda **kw: scans.append(kw) or real(**kw)
+    )
+    echo = f"{prefix}-echo"
+    check_name(echo)
+    assert model_kind(echo) == "reference"
+    assert model_kind(f"{prefix}-gpu") == "local-gpu"
+    assert model_kind(f"{prefix}-one") == "api"
+    assert {echo, f"{prefix}-gpu", f"{prefix}-one"} <= set(known_names())
+    spec = model_spec(echo)
+    assert (spec.provider, spec.model_id, dict(spec.engine)) == (
+        "scripted",
+        "echo-v1",
+        {"style": "a"},
+    )
+    backend = create_backend(echo, BackendOptions(seed=7))
+    assert generate(backend, req("hi")) == ("echo-v1/a/7: hi",)
+    assert model_kind("oracle") == "reference"  # the suite's own models stay
+    assert len(scans) == 1  # loaded once, on the first lookup
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("no_such_plugin_module_for_vlmbench:SPECS", "failed to load: ModuleNotFoundError"),
+        ("{mod}:MISSING", "failed to load: AttributeError"),
+        ("{mod}:NOT_A_SPEC", "must give a ModelSpec or an iterable of ModelSpecs, not int"),
+        ("{mod}:CLASH", "model name 'oracle' is already registered"),
+    ],
+)
+def test_a_broken_plugin_is_an_error_naming_its_entry_point(tmp_path, monkeypatch, value, message):
+    install_plugin(tmp_path, monkeypatch, {"good": "{mod}:SPECS", "broken": value})
+    for lookup in (check_name, model_kind, create_backend):
+        with pytest.raises(PluginError, match=f"vlmbench.models entry point 'broken' .*{message}"):
+            lookup("oracle")
+
+
+CONFTEST = 'pytest_plugins = ["fixtures.options", "fixtures.models"]'
+INNER_TEST = """
+import asyncio
+
+from fixtures.models import client_or_reason
+from support.types import Part, Request
+
+
+def test_model(pytestconfig):
+    client = client_or_reason(pytestconfig, {name!r})
+    response = asyncio.run(client.generate(Request(parts=(Part.of_text("spleen"),))))
+    assert response.texts == ({answer!r},)
+"""
+
+
+@pytest.mark.parametrize("which", ["scripted", "plugin"])
+def test_both_kinds_of_model_are_reachable_from_the_command_line(
+    pytester, tmp_path, monkeypatch, script_module, which
+):
+    if which == "scripted":
+        name, answer = f"scripted:{script_module}:shout", "SPLEEN"
+    else:
+        module = install_plugin(tmp_path / "plugin", monkeypatch, {"mine": "{mod}:SPECS"})
+        name, answer = f"{module.removeprefix('vlmbench_plugin_')}-echo", "echo-v1/a/0: spleen"
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(INNER_TEST.format(name=name, answer=answer))
+    result = pytester.runpytest_inprocess(
+        f"--model={name}", f"--cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_a_broken_plugin_is_a_usage_error_at_configure(pytester, tmp_path, monkeypatch):
+    install_plugin(tmp_path / "plugin", monkeypatch, {"broken": "{mod}:NOT_A_SPEC"})
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_inprocess(
+        "--model=oracle", f"--cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*vlmbench.models entry point 'broken'*must give a ModelSpec*"])
+
+
+def test_importing_the_registry_loads_no_plugin(tmp_path, monkeypatch):
+    """Entry points load on the first lookup, not at import (the registry imports cheaply)."""
+    import subprocess
+    import sys
+
+    module = install_plugin(tmp_path, monkeypatch, {"broken": "{mod}:NOT_A_SPEC"})
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        from support.backends import registry
+        print({module!r} in sys.modules)
+        try:
+            registry.check_name("oracle")
+        except registry.PluginError as exc:
+            print("PluginError", {module!r} in sys.modules)
+    """)
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "PluginError", "True"], out.stderr

@@ -1,0 +1,145 @@
+"""support.runner: the core's bookkeeping around an evaluation's verdicts, in process."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from support.backends.base import BackendError
+from support.backends.scripted import ScriptedBackend
+from support.cache import ResponseCache
+from support.engine import ModelClient
+from support.runner import CaseResult, run_case
+from support.types import Case, Part, Request, Usage, Verdict
+
+
+def ask(text: str) -> Request:
+    return Request(parts=(Part.of_text(text),))
+
+
+class TwoCalls:
+    """Asks twice and returns one verdict: the core must count both calls."""
+
+    name = "toy"
+
+    async def evaluate(self, case: Case, client) -> Verdict:
+        await client.generate(ask(f"{case.id} first"))
+        second = await client.generate(ask(f"{case.id} second"))
+        return Verdict("correct" if second.text == "yes" else "wrong", scores={"x": 1})
+
+
+class Forked:
+    """One outcome per question, each with its own forked client."""
+
+    name = "toy"
+
+    async def evaluate(self, case: Case, client) -> list[Verdict]:
+        await client.generate(ask("shared"))  # on the item's client: goes to the first verdict
+        verdicts = []
+        for q in ("a", "b"):
+            fork = client.fork()
+            r = await fork.generate(ask(q))
+            verdicts.append(Verdict("correct", prediction=r.text, case_id=f"{case.id}-{q}",
+                                    calls=fork.log))  # fmt: skip
+        verdicts.append(Verdict("wrong", case_id=f"{case.id}-none"))
+        return verdicts
+
+
+class Broken:
+    name = "toy"
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    async def evaluate(self, case: Case, client):
+        await client.generate(ask("before the failure"))
+        raise self.exc
+
+
+def client(tmp_path: Path | None = None) -> ModelClient:
+    backend = ScriptedBackend(lambda r: "yes", name="m")
+    cache = ResponseCache(tmp_path / "c.sqlite") if tmp_path else None
+    return ModelClient(backend, cache, concurrency=2)
+
+
+CASE = Case("c1", "toy", {"k": 1}, group={"g": "G"}, cluster="v1")
+
+
+def run(ev, model: ModelClient, case: Case = CASE) -> CaseResult:
+    return asyncio.run(run_case(ev, case, model))  # type: ignore[arg-type]
+
+
+def test_the_core_fills_in_ids_counters_and_the_case(tmp_path):
+    first = run(TwoCalls(), client(tmp_path))
+    (o,) = first.outcomes
+    assert (o.case_id, o.model, o.evaluation, o.status) == ("c1-m", "m", "toy", "correct")
+    assert (o.group, o.cluster, o.params) == ({"g": "G"}, "v1", {"k": 1})
+    assert (o.backend_calls, o.cache_hits, o.cached) == (2, 0, False)
+    assert o.raw == "yes" and o.prompt_hash == ask("c1 first").digest()
+    assert o.usage == Usage() and o.latency_s >= 0
+    (again,) = run(TwoCalls(), client(tmp_path)).outcomes  # same cache file: all hits
+    assert (again.backend_calls, again.cache_hits, again.cached) == (0, 2, True)
+
+
+def test_many_outcomes_split_the_calls_by_fork():
+    outs = run(Forked(), client()).outcomes
+    assert [o.case_id for o in outs] == ["c1-a-m", "c1-b-m", "c1-none-m"]
+    assert [o.backend_calls for o in outs] == [1, 1, 1]  # a, b, and the shared call
+    assert outs[2].prompt_hash == ask("shared").digest() and outs[0].prediction == "yes"
+    assert all(o.cluster == "v1" for o in outs)
+
+
+def test_repeated_outcome_ids_are_a_bug_recorded_as_an_error():
+    class Twice(Forked):
+        async def evaluate(self, case, client):
+            return [Verdict("correct"), Verdict("wrong")]
+
+    result = run(Twice(), client())
+    (o,) = result.outcomes
+    assert o.status == "error" and "repeat" in (o.error or "")
+    assert isinstance(result.exception, ValueError)
+
+
+@pytest.mark.parametrize("exc", [BackendError("HTTP 503 after retries"), KeyError("x")])
+def test_failures_become_error_outcomes_with_the_calls_made(exc):
+    result = run(Broken(exc), client())
+    (o,) = result.outcomes
+    assert o.status == "error" and o.case_id == "c1-m" and o.group == {"g": "G"}
+    assert o.backend_calls == 1 and o.params == {"k": 1}
+    assert result.exception is exc  # the test re-raises a bug, and only reports a BackendError
+    expected = "HTTP 503 after retries" if isinstance(exc, BackendError) else "KeyError: 'x'"
+    assert o.error == expected
+
+
+def test_a_round_sees_the_outcomes_before_it():
+    seen = []
+
+    class Remember(TwoCalls):
+        async def evaluate(self, case, client):
+            seen.append([o.case_id for o in client.history])
+            return Verdict("correct")
+
+    model = client()
+    r0 = Case("r0", "toy")
+    r1 = Case("r1", "toy", after="r0")
+    r2 = Case("r2", "toy", after="r1")
+
+    async def main():
+        ev = Remember()
+        first = asyncio.ensure_future(run_case(ev, r0, model))  # type: ignore[arg-type]
+
+        async def wait_first():
+            return await first
+
+        second = asyncio.ensure_future(run_case(ev, r1, model, wait_first))  # type: ignore[arg-type]
+
+        async def wait_second():
+            return await second
+
+        return await run_case(ev, r2, model, wait_second)  # type: ignore[arg-type]
+
+    last = asyncio.run(main())
+    assert seen == [[], ["r0-m"], ["r0-m", "r1-m"]]
+    assert [o.case_id for o in last.history] == ["r0-m", "r1-m"]

@@ -1,0 +1,112 @@
+"""The evaluation seam end to end: an evaluation defined entirely in unit/ (rounds_evaluation.py:
+spec, options, worker side, summary) registered by a conftest, run through the real suite, serial
+and under xdist; its items are rounds that wait for each other and yield many outcomes each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rounds_evaluation import N_TASKS, SEQUENCES, next_tasks, truth
+
+HERE = Path(__file__).parent
+
+CONFTEST = """
+from support import evaluations
+
+evaluations.register("rounds", "rounds_evaluation:SPEC")  # before the suite's plugins load
+pytest_plugins = ["fixtures.suite"]
+"""
+TEST_MODULE = """
+import pytest
+
+pytestmark = pytest.mark.evaluation("rounds")
+
+
+def test_rounds(outcomes, judge):
+    judge(outcomes)
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, tmp_path: Path):
+    """suite(*args, run_id=...) -> (RunResult, raw rows): the rounds evaluation, in a folder of
+    its own that holds nothing of the suite but the registering conftest."""
+    shutil.copy(HERE / "rounds_evaluation.py", pytester.path / "rounds_evaluation.py")
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_rounds=TEST_MODULE)
+
+    def _run(*args: str, run_id: str = "r"):
+        result = pytester.runpytest_subprocess(
+            f"--cache-dir={tmp_path / 'cache'}",
+            f"--results-dir={tmp_path / 'results'}",
+            f"--run-id={run_id}",
+            "--bootstrap=100",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            timeout=300,
+        )
+        path = tmp_path / "results" / "rounds" / run_id / "raw_results.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        return result, rows
+
+    return _run
+
+
+def without_timings(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "latency_s"} for r in rows]
+
+
+def test_rounds_serial_and_xdist_agree_and_follow_the_history(suite):
+    args = ("--rounds=4", "--rounds-batch=3", "--no-cache")
+    serial, rows = suite(*args, run_id="serial")
+    assert serial.ret == 0, serial.stdout.str()
+    serial.assert_outcomes(passed=2 * 2 * 4)  # 2 sequences x 2 models x 4 rounds
+    parallel, rows2 = suite(*args, "-n", "2", run_id="xdist")
+    assert parallel.ret == 0, parallel.stdout.str()
+    assert without_timings(rows) == without_timings(rows2)
+    text = parallel.stdout.str()
+    assert "vlmbench: engine" in text and "gw0" in text and "gw1" in text  # each worker's stats
+
+    assert len(rows) == 2 * 2 * 4 * 3  # every round's outcomes, each with its own id
+    assert len({r["case_id"] for r in rows}) == len(rows)
+    assert {r["backend_calls"] for r in rows} == {1}  # each outcome counts its own call
+    for model in ("oracle", "chance"):
+        for seq, pool in SEQUENCES.items():
+            history: list[tuple[int, bool]] = []
+            for k in range(4):  # round k's tasks follow from the rounds before it
+                done = [r for r in rows if r["model"] == model and r["params"]["round"] == k
+                        and r["params"]["sequence"] == seq]  # fmt: skip
+                tasks = [r["extra"]["task"] for r in sorted(done, key=lambda r: r["case_id"])]
+                assert sorted(tasks) == sorted(next_tasks(list(pool), history, 3)), (model, k)
+                for r in done:
+                    assert r["target"] == truth(r["extra"]["task"])
+                    assert (r["status"] == "correct") == (r["prediction"] == str(r["target"]))
+                history += [(r["extra"]["task"], r["status"] != "correct") for r in done]
+    chance = [r for r in rows if r["model"] == "chance"]
+    assert any(r["status"] == "wrong" for r in chance)  # a search with failures to follow
+    assert all(r["status"] == "correct" for r in rows if r["model"] == "oracle")
+    assert max(r["extra"]["task"] for r in rows) < N_TASKS
+
+
+def test_a_later_round_alone_runs_its_earlier_rounds_first(suite):
+    result, rows = suite("--model=chance", "-k", "a-round-2", "--no-cache")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1)
+    assert {r["params"]["round"] for r in rows} == {2}  # only the selected item is reported
+    full, all_rows = suite("--model=chance", "-k", "a-round", "--no-cache", run_id="all")
+    assert full.ret == 0
+    assert without_timings(rows) == [
+        r for r in without_timings(all_rows) if r["params"]["round"] == 2
+    ]
+
+
+def test_its_options_are_validated_as_usage_errors(suite):
+    result, _ = suite("--rounds-batch=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--rounds-batch: 0: expected a whole number >= 1" in result.stderr.str()
+    helped = suite("--help")[0]
+    assert "vlmbench: rounds (a search for failures in rounds" in helped.stdout.str()
