@@ -1,19 +1,33 @@
-"""Binary metrics from confusion counts, and cluster-bootstrap confidence intervals.
+"""Binary metrics from confusion counts, cluster-bootstrap intervals, and the summary helper.
 
 Metrics are reductions over the whole list of outcomes, not per-case averages. Intervals resample
-clusters (e.g. the videos frames come from, whose frames are correlated), not single cases: each
-cluster contributes a row of additive counts, a resample sums the rows of the clusters drawn, and
-the metric is recomputed from the summed counts. Resampling: scipy.stats.bootstrap (percentile).
+clusters (e.g. the videos frames come from, whose frames are correlated), not single cases. Two
+resamplers:
+
+- `cluster_bootstrap`, for metrics that are functions of additive counts (precision, F1, MAE):
+  each cluster contributes a row of counts, a resample sums the rows of the clusters drawn, and
+  the metrics are recomputed from the sums, vectorised (scipy.stats.bootstrap, percentile);
+- `cluster_resample`, for any other statistic (a median, a corpus BLEU, a COCO mAP): a resample
+  is the cases of the clusters drawn (with multiplicity), and the statistic is recomputed from
+  them, one resample at a time.
+
+`summarize_groups` is the skeleton every evaluation's summary shares: group the outcomes, leave
+backend errors out (counted in `n_error`), sum per-case counts by cluster, reduce, bootstrap.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
+
+from support.types import Outcome
+
+RESAMPLE_BLOCK = 256  # resamples drawn at once by cluster_resample (bounds memory)
 
 
 def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -119,3 +133,109 @@ def counts_by_cluster(
     for c, r in zip(clusters, rows, strict=True):
         out[index[c]] += np.asarray(r, dtype=float)
     return names, out
+
+
+def cluster_resample(
+    clusters: Sequence[str],
+    statistic: Callable[[np.ndarray], Mapping[str, float]],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Estimate]:
+    """Point estimates and percentile intervals of any statistic of the cases, resampling whole
+    clusters with replacement.
+
+    clusters: the cluster of each case (case i belongs to clusters[i]).
+    statistic: maps an array of case indices (with repeats, in case order within each drawn
+      cluster) to {name: value}; called once on every case, then once per resample.
+    Draws: clusters sorted by name, `rng.integers(0, n_clusters, (block, n_clusters))` in blocks of
+    RESAMPLE_BLOCK resamples from `np.random.default_rng(seed)`, so the same data and seed give the
+    same interval anywhere. Intervals are NaN with fewer than 2 clusters or n_resamples == 0;
+    non-finite resample values are left out of the percentiles.
+    """
+    point = {k: float(v) for k, v in statistic(np.arange(len(clusters))).items()}
+    names = sorted(set(clusters))
+    if len(names) < 2 or n_resamples <= 0:
+        return {k: Estimate(v, np.nan, np.nan) for k, v in point.items()}
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(clusters):
+        members[c].append(i)
+    cases = [np.asarray(members[c], dtype=np.intp) for c in names]
+    rng = np.random.default_rng(seed)
+    values: dict[str, list[float]] = {k: [] for k in point}
+    for start in range(0, n_resamples, RESAMPLE_BLOCK):
+        draws = rng.integers(0, len(names), (min(RESAMPLE_BLOCK, n_resamples - start), len(names)))
+        for draw in draws:
+            result = statistic(np.concatenate([cases[k] for k in draw]))
+            for k in point:
+                values[k].append(float(result[k]))
+    alpha = (1 - level) / 2
+    out = {}
+    for k, v in point.items():
+        finite = np.asarray(values[k])[np.isfinite(values[k])]
+        if finite.size == 0:
+            out[k] = Estimate(v, np.nan, np.nan)
+            continue
+        low, high = np.quantile(finite, [alpha, 1 - alpha])
+        out[k] = Estimate(v, float(low), float(high))
+    return out
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """One reporting group: its key, counts, summed counts and metric estimates."""
+
+    key: tuple
+    outcomes: list[Outcome]  # every outcome of the group, errors included
+    scored: list[Outcome]  # those with a score (status != "error")
+    totals: np.ndarray  # (k,) summed counts of the scored outcomes
+    estimates: dict[str, Estimate] = field(default_factory=dict)  # empty when nothing scored
+
+    @property
+    def n(self) -> int:
+        return len(self.scored)
+
+    @property
+    def n_error(self) -> int:
+        return len(self.outcomes) - len(self.scored)
+
+    def row(self, columns: Sequence[str], metrics: Sequence[str]) -> dict:
+        """{key columns, n, n_error, m, m_lo, m_hi per metric} (NaN metrics when nothing scored)."""
+        row: dict = dict(zip(columns, self.key, strict=True))
+        row |= {"n": self.n, "n_error": self.n_error}
+        for m in metrics:
+            e = self.estimates.get(m)
+            row |= {m: np.nan} if e is None else {m: e.value, f"{m}_lo": e.low, f"{m}_hi": e.high}
+        return row
+
+
+def summarize_groups(
+    outcomes: Iterable[Outcome],
+    keys: Callable[[Outcome], Iterable[Hashable]],
+    case_counts: Callable[[Outcome], Sequence[float]],
+    reduce: Callable[[np.ndarray], dict[str, np.ndarray]],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> list[GroupSummary]:
+    """Group outcomes, count, reduce and bootstrap by cluster: one GroupSummary per key.
+
+    keys(o): the groups an outcome belongs to (e.g. its organ's row and the `ALL` row);
+    case_counts(o): a scored outcome's additive counts; reduce: summed counts -> metrics, as for
+    cluster_bootstrap. Groups come back sorted by key; every group uses the same seed.
+    """
+    grouped: dict[Hashable, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        for key in keys(o):
+            grouped[key].append(o)
+    out = []
+    for key in sorted(grouped):
+        group = grouped[key]
+        scored = [o for o in group if o.status != "error"]
+        if not scored:
+            out.append(GroupSummary(key, group, scored, np.zeros(0)))
+            continue
+        _, counts = counts_by_cluster([o.cluster for o in scored], [case_counts(o) for o in scored])
+        estimates = cluster_bootstrap(counts, reduce, n_resamples, seed, level)
+        out.append(GroupSummary(key, group, scored, counts.sum(axis=0), estimates))
+    return out

@@ -339,4 +339,4 @@ def test_the_device_option_reaches_the_backend(pytester, tiny, device, available
     )
     result.assert_outcomes(passed=1)
     if not available:
-        result.stdout.fnmatch_lines(["REASON: hf:*--device cuda:99, but torch sees*"])
+        result.stdout.fnmatch_lines(["*REASON: hf:*--device cuda:99, but torch sees*"])

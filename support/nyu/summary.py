@@ -16,8 +16,8 @@ metrics and count against the response rate; backend errors are excluded and cou
     delta1               share of answers with max(pred/gt, gt/pred) < 1.25 (the `correct` status)
 
 Intervals: 95% cluster bootstrap over images (the pairs of one image share a scene). Everything
-but the median is a ratio of additive per-image sums (support.metrics.cluster_bootstrap); the
-median's interval resamples images the same way, computed here.
+but the median is a ratio of additive per-image sums (support.metrics.summarize_groups); the
+median's interval resamples images with support.metrics.cluster_resample.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from support.metrics import cluster_bootstrap, counts_by_cluster, safe_ratio
+from support.metrics import cluster_resample, safe_ratio, summarize_groups
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -79,66 +79,35 @@ def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
 def median_interval(
     errors: np.ndarray, clusters: list[str], n_resamples: int, seed: int, level: float = 0.95
 ) -> tuple[float, float]:
-    """Percentile interval of the median of `errors` when whole clusters are resampled: a
-    resample's median is the weighted median of the sorted errors, each weighted by how often its
-    cluster was drawn. (nan, nan) with fewer than 2 clusters or no resamples."""
-    names = sorted(set(clusters))
-    if len(names) < 2 or n_resamples <= 0 or len(errors) == 0:
+    """Percentile interval of the median of `errors` when whole clusters are resampled
+    (support.metrics.cluster_resample). (nan, nan) with fewer than 2 clusters or no resamples."""
+    if len(errors) == 0:
         return np.nan, np.nan
-    order = np.argsort(errors, kind="stable")
-    values = np.asarray(errors, dtype=float)[order]
-    index = {c: i for i, c in enumerate(names)}
-    of_case = np.array([index[clusters[i]] for i in order])
-    rng = np.random.default_rng(seed)
-    medians = np.empty(n_resamples)
-    for start in range(0, n_resamples, 256):  # blocks bound the (resamples, cases) weights
-        draws = rng.integers(0, len(names), (min(256, n_resamples - start), len(names)))
-        times = np.stack([np.bincount(d, minlength=len(names)) for d in draws])  # per cluster
-        cum = np.cumsum(times[:, of_case], axis=1)  # (block, cases) expanded positions
-        total = cum[:, -1]
-        lo = np.argmax(cum > (total[:, None] - 1) // 2, axis=1)  # 0-based (total-1)//2 element
-        hi = np.argmax(cum > total[:, None] // 2, axis=1)  # 0-based total//2 element
-        with np.errstate(invalid="ignore"):
-            m = (values[lo] + values[hi]) / 2
-        medians[start : start + len(draws)] = np.where(total > 0, m, np.nan)
-    finite = medians[np.isfinite(medians)]
-    if finite.size == 0:
-        return np.nan, np.nan
-    alpha = (1 - level) / 2
-    low, high = np.quantile(finite, [alpha, 1 - alpha])
-    return float(low), float(high)
+    values = np.asarray(errors, dtype=float)
+    e = cluster_resample(
+        clusters, lambda idx: {"median": np.median(values[idx])}, n_resamples, seed, level
+    )["median"]
+    return e.low, e.high
 
 
 def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """One row per model: n, n_error, n_answered and each metric with `_lo`, `_hi` columns."""
     rows = []
-    for model in sorted({o.model for o in outcomes}):
-        rows.append(_row(model, [o for o in outcomes if o.model == model], n_resamples, seed))
+    keys = lambda o: [(o.model,)]  # noqa: E731
+    for g in summarize_groups(outcomes, keys, pair_counts, reduce_counts, n_resamples, seed):
+        answered = [o for o in g.scored if o.scores.get("pred") is not None]
+        additive = [m for m in METRICS if m != "median_abs_error"]
+        row = g.row(["model"], additive) | {"n_answered": len(answered)}
+        errors = np.array([o.scores["abs_error"] for o in answered], dtype=float)
+        lo, hi = median_interval(errors, [o.cluster for o in answered], n_resamples, seed)
+        median = float(np.median(errors)) if len(errors) else np.nan
+        if g.n:
+            row |= {"median_abs_error_lo": lo, "median_abs_error_hi": hi}
+        rows.append(row | {"median_abs_error": median})
     columns = ["model", "n", "n_error", "n_answered"]
     for m in METRICS:
         columns += [m, f"{m}_lo", f"{m}_hi"]
     return pd.DataFrame(rows, columns=columns)
-
-
-def _row(model: str, outcomes: list[Outcome], n_resamples: int, seed: int) -> dict:
-    scored = [o for o in outcomes if o.status != "error"]
-    answered = [o for o in scored if o.scores.get("pred") is not None]
-    row: dict = {
-        "model": model,
-        "n": len(scored),
-        "n_error": len(outcomes) - len(scored),
-        "n_answered": len(answered),
-    }
-    if not scored:
-        return row | {m: np.nan for m in METRICS}
-    _, counts = counts_by_cluster([o.cluster for o in scored], [pair_counts(o) for o in scored])
-    estimates = cluster_bootstrap(counts, reduce_counts, n_resamples=n_resamples, seed=seed)
-    for m, e in estimates.items():
-        row |= {m: e.value, f"{m}_lo": e.low, f"{m}_hi": e.high}
-    errors = np.array([o.scores["abs_error"] for o in answered], dtype=float)
-    lo, hi = median_interval(errors, [o.cluster for o in answered], n_resamples, seed)
-    median = float(np.median(errors)) if len(errors) else np.nan
-    return row | {"median_abs_error": median, "median_abs_error_lo": lo, "median_abs_error_hi": hi}
 
 
 def headline(summary: pd.DataFrame) -> pd.DataFrame:

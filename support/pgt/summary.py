@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.metrics import binary_metrics, cluster_bootstrap, counts_by_cluster, safe_ratio
+from support.metrics import (
+    binary_metrics,
+    cluster_bootstrap,
+    counts_by_cluster,
+    safe_ratio,
+    summarize_groups,
+)
 from support.outputs import atomic_write_text, markdown_table, with_intervals, write_csv
 from support.pgt.answers import AI, REAL
 from support.pgt.layout import result_dir
@@ -107,23 +113,19 @@ def _mode_rank(mode: str) -> int:
 
 def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """One row per (model, dataset, phrase, mode, n): counts and metrics with `_lo`/`_hi`."""
+
+    def keys(o: Outcome) -> list[tuple]:
+        g = o.group
+        return [(o.model, g["dataset"], g["phrase"], g["mode"], int(g["n"]))]
+
     rows = []
-    for key, group in combinations(outcomes):
-        row: dict[str, Any] = dict(zip(COMBINATION, key, strict=True))
-        scored = [o for o in group if o.status != "error"]
-        row |= {"n": len(scored), "n_error": len(group) - len(scored)}
-        if not scored:
-            rows.append(row | {m: np.nan for m in METRICS})
-            continue
-        _, counts = counts_by_cluster([o.cluster for o in scored], [case_counts(o) for o in scored])
-        total = counts.sum(axis=0).astype(int)
-        row |= dict(zip(("TP", "FP", "FN", "TN"), total[:4].tolist(), strict=True))
-        row["correct"] = int(total[0] + total[3])
-        row |= {"individual_correct": int(total[4]), "individual_total": int(total[5])}
-        estimates = cluster_bootstrap(counts, reduce_counts, n_resamples, seed, LEVEL)
-        for m in METRICS:
-            e = estimates[m]
-            row |= {m: e.value, f"{m}_lo": e.low, f"{m}_hi": e.high}
+    for g in summarize_groups(outcomes, keys, case_counts, reduce_counts, n_resamples, seed, LEVEL):
+        row = g.row(COMBINATION, METRICS)
+        if g.n:
+            total = g.totals.astype(int).tolist()
+            row |= dict(zip(("TP", "FP", "FN", "TN"), total[:4], strict=True))
+            row |= {"correct": total[0] + total[3]}
+            row |= {"individual_correct": total[4], "individual_total": total[5]}
         rows.append(row)
     rows.sort(key=lambda r: (r["model"], r["dataset"], r["phrase"] != "baseline", r["phrase"],
                              _mode_rank(r["mode"]), r["n_responses"]))  # fmt: skip

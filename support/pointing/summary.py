@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from support.metrics import binary_metrics, cluster_bootstrap, counts_by_cluster, safe_ratio
+from support.metrics import binary_metrics, safe_ratio, summarize_groups
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.pointing.prompts import CONDITIONS
 from support.settings import RunSettings
@@ -61,22 +61,18 @@ def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
 
 def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """A row per (model, condition, organ) plus an `ALL` organ row; `m`, `m_lo`, `m_hi` columns."""
-    rows = []
-    frame = pd.DataFrame(
-        {
-            "model": [o.model for o in outcomes],
-            "condition": [o.group["condition"] for o in outcomes],
-            "organ": [o.group["organ"] for o in outcomes],
-        }
-    )
-    order = [CLASS_NAMES[i] for i in ORGAN_IDS]
-    for (model, condition), idx in frame.groupby(["model", "condition"], sort=True).groups.items():
-        group = [outcomes[i] for i in idx]
-        organs = [o for o in order if any(g.group["organ"] == o for g in group)]
-        for organ in [*organs, ALL]:
-            subset = [g for g in group if organ in (ALL, g.group["organ"])]
-            rows.append(_row(model, condition, organ, subset, n_resamples, seed))
-    rows.sort(key=lambda r: (r["model"], _condition_rank(r["condition"])))  # stable: organs stay
+
+    def keys(o: Outcome) -> list[tuple[str, str, str]]:
+        model, condition = o.model, o.group["condition"]
+        return [(model, condition, o.group["organ"]), (model, condition, ALL)]
+
+    groups = summarize_groups(outcomes, keys, case_counts, reduce_counts, n_resamples, seed)
+    organ_rank = {CLASS_NAMES[i]: k for k, i in enumerate(ORGAN_IDS)}
+    rows = [g.row(["model", "condition", "organ"], METRICS) for g in groups]
+    rows.sort(
+        key=lambda r: (r["model"], _condition_rank(r["condition"]), r["organ"] == ALL,
+                       organ_rank.get(r["organ"], len(organ_rank)), r["organ"])
+    )  # fmt: skip
     columns = ["model", "condition", "organ", "n", "n_error"]
     for m in METRICS:
         columns += [m, f"{m}_lo", f"{m}_hi"]
@@ -90,25 +86,6 @@ def _condition_rank(condition: str) -> tuple[int, str]:
         if condition in CONDITIONS
         else (len(CONDITIONS), condition)
     )
-
-
-def _row(model, condition, organ, outcomes, n_resamples, seed) -> dict:
-    scored = [o for o in outcomes if o.status != "error"]
-    row = {
-        "model": model,
-        "condition": condition,
-        "organ": organ,
-        "n": len(scored),
-        "n_error": len(outcomes) - len(scored),
-    }
-    if not scored:
-        return row | {m: np.nan for m in METRICS}
-    _, counts = counts_by_cluster([o.cluster for o in scored], [case_counts(o) for o in scored])
-    estimates = cluster_bootstrap(counts, reduce_counts, n_resamples=n_resamples, seed=seed)
-    for m in METRICS:
-        e = estimates[m]
-        row |= {m: e.value, f"{m}_lo": e.low, f"{m}_hi": e.high}
-    return row
 
 
 def headline(summary: pd.DataFrame) -> pd.DataFrame:
