@@ -230,14 +230,18 @@ from support.backends import registry
 from support.backends.reference import OracleBackend
 
 class Peak(OracleBackend):
-    """Oracle answers after 20 ms; writes the peak number of requests in flight per process."""
+    """Oracle answers once 8 requests are in flight (or after 0.5 s, so a run that sends one at
+    a time still ends); writes the peak number of requests in flight per process. Waiting for the
+    count, not a fixed sleep, keeps the measure independent of how loaded the machine is."""
     in_flight = peak = 0
     async def generate(self, request):
         Peak.in_flight += 1
         Peak.peak = max(Peak.peak, Peak.in_flight)
         with open(os.path.join(os.environ["PEAK_DIR"], f"{os.getpid()}.txt"), "w") as f:
             f.write(str(Peak.peak))
-        await asyncio.sleep(0.02)
+        deadline = asyncio.get_running_loop().time() + 0.5
+        while Peak.peak < 8 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.005)
         Peak.in_flight -= 1
         return await super().generate(request)
 
