@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+# `--compat`: "writeup" follows the seed write-ups with the original scripts' bugs fixed; "source"
+# reproduces what the original scripts compute. Each evaluation reads `run.compat` in `configure`.
+Compat = Literal["writeup", "source"]
+COMPAT_PROFILES: tuple[Compat, ...] = ("writeup", "source")
 
 
 @dataclass(frozen=True)
@@ -22,5 +27,6 @@ class RunSettings:
     concurrency: int | None = None  # None: each backend's default
     bootstrap: int = 1000  # bootstrap resamples per interval (0: no intervals)
     override: bool = False  # re-run cases whose results exist (evaluations that keep them)
+    compat: Compat = "writeup"  # which profile: the write-ups' rules or the original scripts'
     # evaluation name -> its own settings object (what its spec's `configure` built)
     evaluations: Mapping[str, Any] = field(default_factory=dict)
