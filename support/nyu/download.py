@@ -8,10 +8,12 @@ file's size) and appends it. The download counts as complete only when its size 
 the server announced (Content-Length, or the total of Content-Range) and --expected-bytes if
 given; otherwise the partial file is kept and the error says how to resume. A complete file is
 then opened with the loader (support.nyu.mat.NyuMat) to check its layout. `--extract N` also writes
-the first N images as the source's extractor did: DIR/extracted/rgb/00000.png (480x640 RGB),
-DIR/extracted/depth/00000.npy ((480, 640) float32 metres) and DIR/extracted/camera_intrinsics.json.
+the first N images upright, unlike the original's extractor (support.nyu.folder says how that one
+went wrong): DIR/extracted/rgb/00000.png (480x640 RGB), DIR/extracted/depth/00000.npy ((480, 640)
+float32 metres) and DIR/extracted/camera_intrinsics.json.
 
-Then: `pytest evals/nyu_distance --nyu-mat DIR/nyu_depth_v2_labeled.mat`. Nothing here runs at
+Then: `pytest evals/nyu_distance --nyu-mat DIR/nyu_depth_v2_labeled.mat` (or `--nyu-dir
+DIR/extracted`). Nothing here runs at
 import or collection time; the tests serve the file from a loopback server on 127.0.0.1.
 """
 

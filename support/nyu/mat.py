@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from support.geometry import NYU_KINECT, Intrinsics
+
 HEIGHT, WIDTH = 480, 640  # image px, as the Kinect RGB frames
 IMAGES_SHAPE = (3, WIDTH, HEIGHT)  # h5py shape of one image (channel, column, row)
 DEPTHS_SHAPE = (WIDTH, HEIGHT)  # h5py shape of one depth map (column, row)
@@ -38,6 +40,8 @@ class NyuMatError(ValueError):
 
 class NyuMat:
     """Read access to the labeled NYU Depth V2 file: `len`, `image(i)`, `depth(i)`, `depth_at`."""
+
+    intrinsics: Intrinsics = NYU_KINECT  # the labeled set's Kinect RGB camera
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)

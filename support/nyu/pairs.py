@@ -10,6 +10,7 @@ just those from the 2.8 GB file).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,3 +104,59 @@ def sample_pairs_from_depth(
     h, w = depth.shape
     us, vs = grid(w, h)
     return sample_pairs(depth[np.ix_(vs, us)], us, vs, k, pair_rng(seed, image_idx))
+
+
+# ---- `--compat source`: the original script's sampler (IronsiteHackathon nyu_utils.py) -----------
+SOURCE_GRID = 8  # cells per axis; candidates are the cell centres
+SOURCE_SEED = 42  # the original re-seeds numpy's global generator with this for every image
+SOURCE_ATTEMPTS_PER_PAIR = 10  # draws allowed per wanted pair before giving up
+
+
+def source_cell_centres(width: int, height: int, cells: int = SOURCE_GRID) -> tuple[list, list]:
+    """Candidate columns `us` and rows `vs` (image px) of the original: the centre of each of
+    `cells` x `cells` cells (integer division), clipped into the image."""
+    cw, ch = width // cells, height // cells
+    us = [min(j * cw + cw // 2, width - 1) for j in range(cells)]
+    vs = [min(i * ch + ch // 2, height - 1) for i in range(cells)]
+    return us, vs
+
+
+def sample_pairs_source(
+    grid_depth: np.ndarray,
+    us: Sequence[int],
+    vs: Sequence[int],
+    k: int,
+    min_separation: float = MIN_SEPARATION,
+    min_depth_diff: float = MIN_DEPTH_DIFF,
+) -> list[PointPair]:
+    """The original's pairs for one image, in draw order (up to `k`; duplicates possible).
+
+    Candidates: the valid depths (finite, > 0) at the grid in row-major order (row v outer,
+    column u inner). A fresh legacy numpy stream seeded 42 (the same numbers as the original's
+    `np.random.seed(42)` before its draws) picks two distinct candidates per draw, `10 * k`
+    draws at most; a draw is kept unless the points are less than 50 px apart or their depths
+    differ by less than 0.2 m (so exactly 50 px and exactly 0.2 m are kept). A is the first
+    drawn point. grid_depth: (len(vs), len(us)) Z metres.
+    """
+    depth = np.asarray(grid_depth)  # kept in its own dtype (float32 in the .mat), as the original
+    if depth.shape != (len(vs), len(us)):
+        raise ValueError(f"grid_depth shape {depth.shape} != (len(vs), len(us))")
+    points = [
+        ((int(u), int(v)), depth[i, j])
+        for i, v in enumerate(vs)
+        for j, u in enumerate(us)
+        if np.isfinite(depth[i, j]) and depth[i, j] > 0
+    ]
+    rng = np.random.RandomState(SOURCE_SEED)
+    pairs: list[PointPair] = []
+    for _ in range(k * SOURCE_ATTEMPTS_PER_PAIR):
+        if len(pairs) >= k or len(points) < 2:
+            break
+        a, b = rng.choice(len(points), size=2, replace=False)
+        (pa, da), (pb, db) = points[a], points[b]
+        if math.sqrt((pa[0] - pb[0]) ** 2 + (pa[1] - pb[1]) ** 2) < min_separation:  # px
+            continue
+        if abs(da - db) < min_depth_diff:  # m, in the map's dtype
+            continue
+        pairs.append(PointPair(pa, pb, float(da), float(db)))
+    return pairs

@@ -110,6 +110,24 @@ def parse_answer(text: Any) -> DistanceAnswer:
     return DistanceAnswer(quantities[0].metres, None, "first number")
 
 
+_FIRST_NUMBER_RE = re.compile(r"\d+\.?\d*")  # the original's pattern (Unicode digits included)
+
+
+def parse_first_number(text: Any) -> DistanceAnswer:
+    """`--compat source`: the original's rule (eval_nyu_distance.py, `query_vlm_distance`): the
+    first run of digits with an optional point and fraction, in metres, whatever surrounds it
+    ("-1.5" -> 1.5, "1,5" -> 1.0, ".8" -> 8.0, "3D: 2 m" -> 3.0); no digit -> None."""
+    if not isinstance(text, str):
+        return DistanceAnswer(None, reason="not text")
+    found = _FIRST_NUMBER_RE.search(text.strip())
+    if found is None:
+        return DistanceAnswer(None, reason="no number")
+    try:
+        return DistanceAnswer(float(found.group()), None, "first number (source)")
+    except ValueError:  # the original catches the same and answers None
+        return DistanceAnswer(None, reason="no number")
+
+
 def _to_quantity(m: re.Match) -> _Quantity | None:
     if m.group("neg"):
         return None  # a negative number is not a distance

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from support.evaluation import EvaluationSpec, Option, OptionError
-from support.settings import RunSettings
+from support.settings import Compat, RunSettings
 
 PAIRS_PER_IMAGE = 3  # as the source
+SOURCE_IMAGES = 10  # `--compat source` evaluates the first 10 images, as the original's default
 
 
 @dataclass(frozen=True)
 class NyuSettings:
-    mat: str | None = None  # nyu_depth_v2_labeled.mat; None: the synthetic sample
+    mat: str | None = None  # nyu_depth_v2_labeled.mat; None: `folder`, else the synthetic sample
     pairs_per_image: int = PAIRS_PER_IMAGE
+    folder: str | None = None  # an extracted folder (rgb/, depth/), e.g. the original's
+    compat: Compat = "writeup"  # source: the original script's prompt, pairs, marks and parser
+    source_images: int = SOURCE_IMAGES  # source: the first N images (its --num_images)
 
 
 def configure(values: Mapping[str, Any], run: RunSettings) -> NyuSettings:
@@ -23,7 +28,13 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> NyuSettings:
     k = PAIRS_PER_IMAGE if k is None else k
     if not isinstance(k, int) or k < 1:
         raise OptionError("--pairs-per-image", f"{k!r}: expected a whole number >= 1")
-    return NyuSettings(mat=values.get("nyu_mat") or None, pairs_per_image=k)
+    mat, folder = values.get("nyu_mat") or None, values.get("nyu_dir") or None
+    if mat and folder:
+        raise OptionError("--nyu-dir", "give --nyu-mat or --nyu-dir, not both")
+    if folder and not Path(folder).is_dir():
+        raise OptionError("--nyu-dir", f"{folder}: not a folder")
+    return NyuSettings(mat=mat, pairs_per_image=k, folder=folder, compat=run.compat,
+                       source_images=run.samples or SOURCE_IMAGES)  # fmt: skip
 
 
 SPEC = EvaluationSpec(
@@ -37,6 +48,13 @@ SPEC = EvaluationSpec(
             metavar="PATH",
             help="NYU Depth V2 nyu_depth_v2_labeled.mat (MATLAB v7.3; fetch it with "
             "`python -m support.nyu.download --to DIR`); default: the synthetic sample",
+        ),
+        Option(
+            "--nyu-dir",
+            metavar="DIR",
+            help="an extracted NYU folder (rgb/NNNN.jpg, depth/NNNN.npy, intrinsics.npy), such as "
+            "the original's download script writes (its transposed, colour-wrapped images are "
+            "read back right)",
         ),
         Option(
             "--pairs-per-image",

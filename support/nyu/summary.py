@@ -119,12 +119,30 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---- files -------------------------------------------------------------------------------------
-def result_rows(outcomes: list[Outcome]) -> dict[str, list[dict]]:
+SOURCE_KEYS = (("claude", "claude"), ("gpt-4o", "gpt4o"))  # model name part -> the original's key
+
+
+def result_key(model: str, compat: str = "writeup") -> str:
+    """The model's key in nyu_distance_results.json: its name, or under `--compat source` the
+    original's `claude` / `gpt4o` for Claude and GPT-4o models."""
+    if compat == "source":
+        for part, key in SOURCE_KEYS:
+            if part in model.lower():
+                return key
+    return model
+
+
+def result_rows(outcomes: list[Outcome], compat: str = "writeup") -> dict[str, list[dict]]:
     """The source's nyu_distance_results.json content: per model, one dict per pair in image and
-    pair order (predicted_distance None when unparsable or on a backend error)."""
+    pair order (predicted_distance None when unparsable or on a backend error); under source the
+    raw response is stripped, as the original stores it."""
+    models = sorted({o.model for o in outcomes})
+    keys = {m: result_key(m, compat) for m in models}
+    if len(set(keys.values())) < len(keys):  # two Claude models, say: keep their own names
+        keys = {m: m for m in models}
     out: dict[str, list[dict]] = {}
     for o in sorted(outcomes, key=lambda o: (o.model, o.params["image_idx"], o.params["pair_idx"])):
-        out.setdefault(o.model, []).append(
+        out.setdefault(keys[o.model], []).append(
             {
                 "image_idx": o.params["image_idx"],
                 "pair_idx": o.params["pair_idx"],
@@ -132,18 +150,18 @@ def result_rows(outcomes: list[Outcome]) -> dict[str, list[dict]]:
                 "point2": list(o.params["point2"]),
                 "gt_distance": o.params["gt_distance"],
                 "predicted_distance": o.scores.get("pred"),
-                "raw_response": o.raw,
+                "raw_response": o.raw.strip() if compat == "source" and o.raw else o.raw,
                 "model": o.model,
             }
         )
     return out
 
 
-def write_results_json(outcomes: list[Outcome], path: Path) -> Path:
+def write_results_json(outcomes: list[Outcome], path: Path, compat: str = "writeup") -> Path:
     """nyu_distance_results.json keyed by model, as the source writes it."""
     from support.outputs import atomic_write_text
 
-    atomic_write_text(path, json.dumps(result_rows(outcomes), indent=2) + "\n")
+    atomic_write_text(path, json.dumps(result_rows(outcomes, compat), indent=2) + "\n")
     return path
 
 
@@ -255,21 +273,19 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
 def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path) -> list[Path]:
     """marked_images/img0000_pair0.jpg: what the model saw, one per pair, drawn again here on
     the controller from the outcomes' pairs (workers write no files)."""
-    from support.nyu.mat import NyuMat
     from support.nyu.spec import NyuSettings
-    from support.nyu.task import marked_jpeg, marked_name, pair_of
+    from support.nyu.task import marked_jpeg, marked_name, open_data, pair_of
     from support.outputs import atomic_write
-    from support.synthetic.nyu_depth import ensure_nyu_mat
 
     settings = run.evaluations.get("nyu_distance") or NyuSettings()
-    mat = NyuMat(settings.mat or ensure_nyu_mat(run.cache_dir))
+    mat = open_data(settings, run.cache_dir)
     pairs = {(o.params["image_idx"], o.params["pair_idx"]): o.params for o in outcomes}
     paths = []
     for image_idx in sorted({i for i, _ in pairs}):
         rgb = mat.image(image_idx)
         for (i, j), params in sorted(pairs.items()):
             if i == image_idx:
-                data = marked_jpeg(rgb, pair_of(params))
+                data = marked_jpeg(rgb, pair_of(params), settings.compat)
                 paths.append(folder / marked_name(i, j))
                 atomic_write(paths[-1], lambda f, data=data: f.write(data))
     return paths
@@ -281,7 +297,7 @@ def write_outputs(
     """The source's nyu_distance_results.json and marked images, report.md and the
     prediction-vs-truth plot."""
     return [
-        write_results_json(outcomes, out_dir / "nyu_distance_results.json"),
+        write_results_json(outcomes, out_dir / "nyu_distance_results.json", run.compat),
         write_report(summary, outcomes, out_dir / "report.md"),
         plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png"),
         *write_marked_images(outcomes, run, out_dir / "marked_images"),

@@ -26,10 +26,25 @@ from PIL import Image, ImageDraw, ImageFont
 
 from support.evaluation import Evaluation, linspace_subset
 from support.memo import OnceCache
-from support.nyu.mat import NyuMat
-from support.nyu.pairs import PointPair, grid, pair_rng, sample_pairs
-from support.nyu.parser import DistanceAnswer, format_distance, parse_answer
-from support.nyu.prompts import MAX_TOKENS, PROMPT
+from support.nyu.folder import NyuFolder
+from support.nyu.mat import HEIGHT, WIDTH, NyuMat
+from support.nyu.pairs import (
+    PointPair,
+    grid,
+    pair_rng,
+    sample_pairs,
+    sample_pairs_source,
+    source_cell_centres,
+)
+from support.nyu.parser import DistanceAnswer, format_distance, parse_answer, parse_first_number
+from support.nyu.prompts import (
+    MAX_TOKENS,
+    PROMPT,
+    SOURCE_MAX_TOKENS,
+    SOURCE_TEMPERATURE,
+    TEMPERATURE,
+    source_prompt,
+)
 from support.nyu.spec import NyuSettings
 from support.runner import CaseClient
 from support.settings import RunSettings
@@ -39,6 +54,7 @@ from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 DELTA_THRESHOLD = 1.25  # `correct` when max(pred/gt, gt/pred) < this
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 JPEG_QUALITY = 95
+SOURCE_JPEG_QUALITY = 75  # the original saves its marked images with PIL's default quality
 
 
 @dataclass(frozen=True)
@@ -70,18 +86,36 @@ def draw_cross(draw: ImageDraw.ImageDraw, point, colour, label: str, arm: int = 
               stroke_fill=(255, 255, 255))  # fmt: skip
 
 
-def mark_pair(rgb: np.ndarray, pair: PointPair) -> Image.Image:
+def draw_cross_source(draw: ImageDraw.ImageDraw, point, colour, label: str, arm: int = 10) -> None:
+    """The original's mark: a 3-px cross with `arm` px arms, the label in PIL's default font 15 px
+    right of and 15 px above the centre, no outline."""
+    u, v = point
+    draw.line([(u - arm, v), (u + arm, v)], fill=colour, width=3)
+    draw.line([(u, v - arm), (u, v + arm)], fill=colour, width=3)
+    draw.text((u + 15, v - 15), label, fill=colour)
+
+
+def mark_pair(rgb: np.ndarray, pair: PointPair, compat: str = "writeup") -> Image.Image:
     """The (480, 640, 3) RGB image with a red cross at A (point1) and a blue one at B (point2)."""
     image = Image.fromarray(rgb).convert("RGB")
     draw = ImageDraw.Draw(image)
-    draw_cross(draw, pair.point1, RED, "A")
-    draw_cross(draw, pair.point2, BLUE, "B")
+    cross = draw_cross_source if compat == "source" else draw_cross
+    cross(draw, pair.point1, RED, "A")
+    cross(draw, pair.point2, BLUE, "B")
     return image
 
 
-def marked_jpeg(rgb: np.ndarray, pair: PointPair) -> bytes:
+def marked_jpeg(rgb: np.ndarray, pair: PointPair, compat: str = "writeup") -> bytes:
     """What the model sees: the marked image as JPEG bytes."""
-    return encode_image(mark_pair(rgb, pair), "JPEG", quality=JPEG_QUALITY)
+    quality = SOURCE_JPEG_QUALITY if compat == "source" else JPEG_QUALITY
+    return encode_image(mark_pair(rgb, pair, compat), "JPEG", quality=quality)
+
+
+def open_data(settings: NyuSettings, cache_dir) -> NyuMat | NyuFolder:
+    """The images and depths: --nyu-dir, --nyu-mat, or the synthetic sample."""
+    if settings.folder:
+        return NyuFolder(settings.folder)
+    return NyuMat(settings.mat or ensure_nyu_mat(cache_dir))
 
 
 def marked_name(image_idx: int, pair_idx: int) -> str:
@@ -102,8 +136,11 @@ class NyuDistanceEvaluation(Evaluation):
     summary_module: ClassVar[str] = "support.nyu.summary"
     quick_samples: ClassVar[int] = 2  # images in the quick subset (x pairs per image cases)
 
-    def __init__(self, mat: NyuMat, pairs: dict[int, list[PointPair]]) -> None:
+    def __init__(
+        self, mat: NyuMat | NyuFolder, pairs: dict[int, list[PointPair]], compat: str = "writeup"
+    ) -> None:
         self.mat = mat
+        self.compat = compat
         self.pairs = pairs  # image index -> its sampled pairs, in image order
         self.images = list(pairs)
         self.quick_images = set(linspace_subset(self.images, self.quick_samples))
@@ -113,16 +150,20 @@ class NyuDistanceEvaluation(Evaluation):
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
     def load(cls, run: RunSettings, settings: NyuSettings) -> NyuDistanceEvaluation:
-        path = settings.mat or ensure_nyu_mat(run.cache_dir)
-        mat = NyuMat(path)
-        images = linspace_subset(list(range(len(mat))), run.samples)
-        us, vs = grid()
+        mat = open_data(settings, run.cache_dir)
         k = settings.pairs_per_image
-        pairs = {
-            i: sample_pairs(mat.depth_at(i, us, vs), us, vs, k, pair_rng(run.seed, i))
-            for i in images
-        }
-        return cls(mat, pairs)
+        if settings.compat == "source":  # the first N images, the original's sampler
+            us, vs = source_cell_centres(WIDTH, HEIGHT)
+            images = list(range(min(settings.source_images, len(mat))))
+            pairs = {i: sample_pairs_source(mat.depth_at(i, us, vs), us, vs, k) for i in images}
+        else:
+            us, vs = grid()
+            images = linspace_subset(list(range(len(mat))), run.samples)
+            pairs = {
+                i: sample_pairs(mat.depth_at(i, us, vs), us, vs, k, pair_rng(run.seed, i))
+                for i in images
+            }
+        return cls(mat, pairs, settings.compat)
 
     def cases(self) -> list[Case]:
         out = []
@@ -135,7 +176,7 @@ class NyuDistanceEvaluation(Evaluation):
                     "point2": list(pair.point2),
                     "depth1": pair.depth1,  # Z metres
                     "depth2": pair.depth2,
-                    "gt_distance": pair.distance(),  # metres
+                    "gt_distance": pair.distance(self.mat.intrinsics),  # metres
                 }
                 # the pairs of one image share a scene: resampled together
                 out.append(Case(f"img{i:04d}-pair{j}", self.name, params, cluster=f"img{i}"))
@@ -152,14 +193,20 @@ class NyuDistanceEvaluation(Evaluation):
         """The case's marked image as JPEG bytes (what the model sees), made once per process."""
         key = (case.params["image_idx"], case.params["pair_idx"])
         return self._marked.get(
-            key, lambda k: marked_jpeg(self._rgb.get(k[0], self.mat.image), pair_of(case.params))
+            key,
+            lambda k: marked_jpeg(
+                self._rgb.get(k[0], self.mat.image), pair_of(case.params), self.compat
+            ),
         )
 
     def request(self, case: Case) -> Request:
+        source = self.compat == "source"
+        p = case.params
+        text = source_prompt(tuple(p["point1"]), tuple(p["point2"])) if source else PROMPT
         return Request(
-            parts=(Part.of_image(self.marked(case)), Part.of_text(PROMPT)),
-            temperature=0.0,
-            max_tokens=MAX_TOKENS,
+            parts=(Part.of_image(self.marked(case)), Part.of_text(text)),
+            temperature=SOURCE_TEMPERATURE if source else TEMPERATURE,
+            max_tokens=SOURCE_MAX_TOKENS if source else MAX_TOKENS,
             target=format_distance(case.params["gt_distance"]),
             answer_space=DistanceAnswerSpace(),
         )
@@ -168,7 +215,8 @@ class NyuDistanceEvaluation(Evaluation):
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
         response = await client.generate(request)
-        return self.score(case, parse_answer(response.text))
+        parse = parse_first_number if self.compat == "source" else parse_answer
+        return self.score(case, parse(response.text))
 
     def score(self, case: Case, answer: DistanceAnswer) -> Verdict:
         gt = float(case.params["gt_distance"])
