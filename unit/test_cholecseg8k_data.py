@@ -1,4 +1,5 @@
-"""CholecSeg8k loader and the synthetic sample in its format (offline, a few seconds)."""
+"""CholecSeg8k loader and the synthetic sample in its format (offline, a few seconds): the raw
+tree the default run reads, and the save_to_disk / parquet copies converted from it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from support.pointing.classes import COLOR_TO_CLASS, IGNORE, presence_vector
+from support.pointing.classes import COLOR_TO_CLASS, IGNORE, WATERSHED_TO_CLASS, presence_vector
 from support.pointing.dataset import CholecSeg8k, video_id_from_path
 from support.synthetic import cholecseg8k as synth
 
@@ -26,8 +27,18 @@ N_VIDEOS, N_FRAMES = 3, 20  # the small sample: 60 rows
 
 @pytest.fixture(scope="session")
 def small_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The raw tree (the default format)."""
     out = tmp_path_factory.mktemp("cs8k") / "small"
     return synth.build_cholecseg8k(out, seed=0, n_videos=N_VIDEOS, frames_per_video=N_FRAMES)
+
+
+@pytest.fixture(scope="session")
+def disk_dir(small_dir: Path) -> Path:
+    """The same rows as a save_to_disk folder (which keeps only the file names of paths)."""
+    out = small_dir.parent / "disk"
+    return synth.build_cholecseg8k(
+        out, seed=0, n_videos=N_VIDEOS, frames_per_video=N_FRAMES, fmt="save_to_disk"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -53,10 +64,14 @@ def _tiny_dataset(n: int, paths: list[str] | None = None, columns=("image", "col
     return datasets.Dataset.from_dict({c: rows for c in columns}, features=features)
 
 
-@pytest.mark.parametrize("kind", ["disk", "parquet"])
-def test_loader_reads_rows(kind: str, small_dir: Path, parquet_file: Path, tmp_path: Path) -> None:
-    if kind == "disk":
+@pytest.mark.parametrize("kind", ["raw", "disk", "parquet"])
+def test_loader_reads_rows(
+    kind: str, small_dir: Path, disk_dir: Path, parquet_file: Path, tmp_path: Path
+) -> None:
+    if kind == "raw":
         ds = CholecSeg8k.open(small_dir)
+    elif kind == "disk":
+        ds = CholecSeg8k.open(disk_dir)
     else:
         ds = CholecSeg8k.open(parquet_file, cache_dir=str(tmp_path / "hf"))
     assert len(ds) == N_VIDEOS * N_FRAMES
@@ -72,15 +87,24 @@ def test_loader_reads_rows(kind: str, small_dir: Path, parquet_file: Path, tmp_p
     else:
         expect = [v for v in ("video01", "video09", "video12") for _ in range(N_FRAMES)]
         assert ds.video_ids() == expect
+        assert [p.split("/")[0] for p in ds.frame_paths()] == expect
+    if kind != "raw":  # the copies hold the raw tree's rows, in its order
+        raw = CholecSeg8k.open(small_dir)
+        for i in (0, 7, len(ds) - 1):
+            np.testing.assert_array_equal(ds.labels(i), raw.labels(i))
+            np.testing.assert_array_equal(np.asarray(ds.image(i)), np.asarray(raw.image(i)))
 
 
-def test_parquet_folder_and_glob(small_dir: Path, parquet_file: Path, tmp_path: Path) -> None:
+def test_parquet_folder_and_glob(
+    small_dir: Path, disk_dir: Path, parquet_file: Path, tmp_path: Path
+) -> None:
     hf = str(tmp_path / "hf")
     by_folder = CholecSeg8k.open(parquet_file.parent, cache_dir=hf)
     by_glob = CholecSeg8k.open(str(parquet_file.parent / "*.parquet"), cache_dir=hf)
     assert len(by_folder) == len(by_glob) == N_VIDEOS * N_FRAMES
     assert by_folder.fingerprint == by_glob.fingerprint
-    assert by_folder.fingerprint != CholecSeg8k.open(small_dir).fingerprint
+    others = {CholecSeg8k.open(small_dir).fingerprint, CholecSeg8k.open(disk_dir).fingerprint}
+    assert by_folder.fingerprint not in others and len(others) == 2
 
 
 def test_fingerprint_stable_across_processes(small_dir: Path, small: CholecSeg8k) -> None:
@@ -96,19 +120,42 @@ def test_fingerprint_stable_across_processes(small_dir: Path, small: CholecSeg8k
 def test_synthetic_format(small_dir: Path, parquet_file: Path, small: CholecSeg8k) -> None:
     import pyarrow.parquet as pq
 
-    raw = datasets.load_from_disk(str(small_dir))
-    assert raw.column_names == list(synth.COLUMNS)
-    assert all(isinstance(f, datasets.Image) for f in raw.features.values())
+    # the raw tree: videoNN/videoNN_SSSSS/frame_K_endo.png and three masks beside each frame
+    frames = sorted(small_dir.glob("video*/video*_*/frame_*_endo.png"))
+    assert len(frames) == N_VIDEOS * N_FRAMES == len(small)
+    m = re.fullmatch(r"(video\d\d)/\1_(\d{5})/frame_(\d+)_endo\.png", small.frame_paths()[3])
+    assert m and int(m[3]) == int(m[2]) + 3  # 4th frame of a clip starting at frame m[2]
+    for frame in frames:
+        stem = str(frame).removesuffix(".png")
+        for suffix in ("_color_mask", "_watershed_mask", "_mask"):
+            assert Path(f"{stem}{suffix}.png").is_file()
+    image = Image.open(frames[0])
+    assert image.format == "PNG" and image.mode == "RGB" and image.size == (854, 480)
+    assert Image.open(f"{str(frames[0])[:-4]}_color_mask.png").mode == "RGB"
+    assert Image.open(f"{str(frames[0])[:-4]}_mask.png").mode == "RGBA"  # annotation tool's
+    # watershed masks: grey R=G=B ids of the card's table, 255 on border and boundaries, and a
+    # 4th all-255 channel on frames K with K % 10 == 3
+    modes = {}
+    for i, path in enumerate(small.frame_paths()[:N_FRAMES]):
+        k = int(re.search(r"frame_(\d+)_", path)[1])
+        ws = np.asarray(Image.open(small.raw_root / path.replace(".png", "_watershed_mask.png")))
+        modes[k % 10 == 3] = ws.shape[2]
+        assert (ws[..., 0] == ws[..., 1]).all() and (ws[..., 0] == ws[..., 2]).all()
+        if ws.shape[2] == 4:
+            assert (ws[..., 3] == 255).all()
+        assert set(np.unique(ws[..., 0]).tolist()) <= {*WATERSHED_TO_CLASS, 255}
+        assert (ws[0, :, 0] == 255).all() and (ws[-1, :, 0] == 255).all()  # the border
+        labels, wl = small.labels(i), small.watershed_labels(i)
+        known = wl != IGNORE
+        assert 0.95 < known.mean() < 1 and (labels[known] == wl[known]).all()
+    assert modes == {True: 4, False: 3}
+    # parquet copies keep the relative paths of all four files
     row = pq.read_table(parquet_file).slice(3, 1).to_pylist()[0]
-    m = re.search(r"^video01/video01_(\d{5})/frame_(\d+)_endo\.png$", row["image"]["path"])
-    assert m and int(m[2]) == int(m[1]) + 3  # 4th frame of a clip starting at frame m[1]
+    assert row["image"]["path"] == small.frame_paths()[3]
     stem = row["image"]["path"].removesuffix(".png")
     assert row["color_mask"]["path"] == f"{stem}_color_mask.png"
     assert row["watershed_mask"]["path"] == f"{stem}_watershed_mask.png"
     assert row["annotation_mask"]["path"] == f"{stem}_mask.png"
-    for col in ("watershed_mask", "annotation_mask"):
-        grey = Image.open(io.BytesIO(row[col]["bytes"]))
-        assert grey.format == "PNG" and grey.mode == "L" and grey.size == (854, 480)
     ignored = np.mean([(small.labels(i) == IGNORE).mean() for i in range(0, len(small), 5)])
     assert 0 < ignored < 0.01  # a few unknown-colour pixels, ignored
     # frames of one video are correlated, frames of different videos much less so
@@ -123,11 +170,13 @@ def test_synthetic_is_deterministic(tmp_path: Path) -> None:
     def build(name: str, seed: int) -> Path:
         return synth.build_cholecseg8k(tmp_path / name, seed=seed, n_videos=1, frames_per_video=3)
 
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.png")}
+
     a, b, c = build("a", 0), build("b", 0), build("c", 1)
-    data = {p: (p / "data-00000-of-00001.arrow").read_bytes() for p in (a, b, c)}
-    assert data[a] == data[b] and data[a] != data[c]
+    assert len(files(a)) == 12 and files(a) == files(b) and files(a) != files(c)
     fps = [CholecSeg8k.open(p).fingerprint for p in (a, b, c)]
-    assert fps[0] == fps[1] != fps[2]
+    assert fps[0] != fps[2]  # the raw fingerprint also holds file times: a and b may differ
 
 
 def test_ensure_builds_once_and_is_safe_in_parallel(tmp_path: Path, monkeypatch) -> None:
@@ -147,7 +196,7 @@ def test_ensure_builds_once_and_is_safe_in_parallel(tmp_path: Path, monkeypatch)
         t.start()
     for t in threads:
         t.join()
-    target = tmp_path / "synthetic" / "cholecseg8k-seed3-v1"
+    target = tmp_path / "synthetic" / f"cholecseg8k-seed3-{synth.VERSION}"
     assert results == [target] * 3 and calls == [3]  # one build; the others waited for it
     leftovers = {p.name for p in target.parent.iterdir()} - {target.name, f"{target.name}.lock"}
     assert not leftovers  # no temp folder left
@@ -163,9 +212,9 @@ def test_clip_fallback_without_video_paths(tmp_path: Path, caplog) -> None:
     assert "clip" in caplog.text
 
 
-def test_save_to_disk_keeps_basenames_only(small_dir: Path, tmp_path: Path) -> None:
+def test_save_to_disk_keeps_basenames_only(disk_dir: Path, tmp_path: Path) -> None:
     # datasets' own save_to_disk drops the folders of local paths: the loader falls back to clips
-    datasets.load_from_disk(str(small_dir)).select(range(3)).save_to_disk(str(tmp_path / "re"))
+    datasets.load_from_disk(str(disk_dir)).select(range(3)).save_to_disk(str(tmp_path / "re"))
     assert CholecSeg8k.open(tmp_path / "re").video_ids() == ["clip000"] * 3
 
 

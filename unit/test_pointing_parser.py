@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.pointing.parser import PointingAnswer, format_pointing, parse_pointing
+from support.pointing.parser import (
+    PointingAnswer,
+    format_pointing,
+    parse_pointing,
+    parse_pointing_source,
+)
 
 W = H = 768
 xs, ys = st.integers(0, W - 1), st.integers(0, H - 1)  # canvas px
@@ -256,3 +261,38 @@ def test_only_first_20k_characters_are_read() -> None:
 def test_to_json() -> None:
     ans = parse_pointing('{"present": 1, "point_canvas": [3, 4]}')
     assert ans.to_json() == {"present": 1, "point": [3, 4], "ok": True, "reason": "json"}
+
+
+# ---- the original's parser (`--compat source`; golden cases in test_pointing_source.py) ---------
+SOURCE_CANVAS = (854, 480)  # (width, height) px: the frame is the canvas there
+
+
+def _check_source(ans: PointingAnswer) -> None:
+    """Always an answer: present 0/1, never unparsable; a point lies on the canvas (it may sit
+    beside present 0, as the original keeps it)."""
+    assert isinstance(ans, PointingAnswer) and ans.ok and ans.present in (0, 1)
+    if ans.point is not None:
+        x, y = ans.point
+        assert type(x) is int and type(y) is int
+        assert 0 <= x < SOURCE_CANVAS[0] and 0 <= y < SOURCE_CANVAS[1]
+    assert PointingAnswer.from_json(json.loads(json.dumps(ans.to_json()))) == ans
+
+
+@settings(max_examples=300)
+@given(st.text())
+def test_source_never_raises_on_text(text: str) -> None:
+    _check_source(parse_pointing_source(text, SOURCE_CANVAS))
+
+
+@settings(max_examples=300)
+@given(json_values, json_values, st.sampled_from(["", "```json\n", "Sure! "]))
+def test_source_never_raises_on_answer_shaped_json(present, point, prefix: str) -> None:
+    text = prefix + json.dumps({"name": "Liver", "present": present, "point_canvas": point})
+    _check_source(parse_pointing_source(text, SOURCE_CANVAS))
+    _check_source(parse_pointing_source(json.loads(json.dumps(present)), SOURCE_CANVAS))
+
+
+@given(names, st.sampled_from([0, 1]), st.integers(0, 853), st.integers(0, 479))
+def test_source_reads_the_canonical_answer(name: str, present: int, x: int, y: int) -> None:
+    ans = parse_pointing_source(format_pointing(name, present, (x, y)), SOURCE_CANVAS)
+    assert (ans.present, ans.point) == (present, (x, y) if present else None)

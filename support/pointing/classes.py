@@ -1,7 +1,17 @@
-"""CholecSeg8k's 13 classes: ids, names, mask colours, and decoding of the RGB colour mask.
+"""CholecSeg8k's 13 classes: ids, names, mask encodings, and decoding of the two class masks.
 
-Class ids come from the colour mask (`color_mask` column), (H, W, 3) uint8 RGB; colours not in the
-table are ignored pixels (label -1). The pointing evaluation asks about ids 1..12 (not background).
+Two masks name each pixel's class (both (H, W) like the frame, 854x480 for the real data):
+
+- the colour mask (`frame_K_endo_color_mask.png`, column `color_mask`): RGB(A), one colour per
+  class (COLOR_TO_CLASS); colours not in the table, and pixels with alpha 0, are ignored (-1).
+  The pointing evaluation reads its labels from this mask, as the original does
+  (fallcat/llm_cholec_organ src/endopoint/datasets/cholecseg8k.py `_color_mask_to_labels`).
+- the watershed mask (`frame_K_endo_watershed_mask.png`, column `watershed_mask`): grey R=G=B
+  (sometimes with a 4th, all-255 channel) holding WATERSHED_TO_CLASS ids; 255 marks the white
+  frame around the field of view and some region boundaries, and is ignored like any other
+  value outside the table.
+
+The pointing evaluation asks about ids 1..12 (not background).
 """
 
 from __future__ import annotations
@@ -10,7 +20,8 @@ import re
 
 import numpy as np
 
-IGNORE = -1  # label of pixels whose colour is not in the table
+IGNORE = -1  # label of pixels whose colour / grey value is not in the table
+WATERSHED_BOUNDARY = 255  # watershed grey value of region boundaries and the frame border
 
 # RGB colour in `color_mask` -> class id
 COLOR_TO_CLASS: dict[tuple[int, int, int], int] = {
@@ -29,6 +40,13 @@ COLOR_TO_CLASS: dict[tuple[int, int, int], int] = {
     (111, 74, 0): 12,
 }
 CLASS_TO_COLOR: dict[int, tuple[int, int, int]] = {v: k for k, v in COLOR_TO_CLASS.items()}
+
+# grey value in `watershed_mask` (R = G = B) -> class id (the dataset card's table; e.g. torch_em
+# cholecseg8k.py LABEL_MAPS and mhjd/cholecseg8k-deeplabv3 src/masks.py use the same ids)
+WATERSHED_TO_CLASS: dict[int, int] = {
+    50: 0, 11: 1, 21: 2, 13: 3, 12: 4, 31: 5, 23: 6, 24: 7, 25: 8, 32: 9, 22: 10, 33: 11, 5: 12,
+}  # fmt: skip
+CLASS_TO_WATERSHED: dict[int, int] = {v: k for k, v in WATERSHED_TO_CLASS.items()}
 
 CLASS_NAMES: dict[int, str] = {
     0: "Background",
@@ -62,14 +80,41 @@ for (_r, _g, _b), _cid in COLOR_TO_CLASS.items():
     _PACKED[(_r << 16) | (_g << 8) | _b] = _cid
 
 
+_WATERSHED_LUT = np.full(256, IGNORE, dtype=np.int8)
+for _grey, _cid in WATERSHED_TO_CLASS.items():
+    _WATERSHED_LUT[_grey] = _cid
+
+
 def color_mask_to_labels(color_mask: np.ndarray) -> np.ndarray:
-    """(H, W, 3|4) uint8 RGB(A) colour mask -> (H, W) int8 class ids, IGNORE for unknown colours."""
+    """(H, W, 3|4) uint8 RGB(A) colour mask -> (H, W) int8 class ids; IGNORE for unknown colours
+    and for pixels whose alpha is 0."""
     arr = np.asarray(color_mask)
-    if arr.ndim != 3 or arr.shape[2] < 3:
-        raise ValueError(f"colour mask must be (H, W, 3), got shape {arr.shape}")
+    if arr.ndim != 3 or arr.shape[2] not in (3, 4):
+        raise ValueError(f"colour mask must be (H, W, 3) or (H, W, 4), got shape {arr.shape}")
     rgb = arr[..., :3].astype(np.uint32)
     packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
-    return _PACKED[packed]
+    labels = _PACKED[packed]
+    if arr.shape[2] == 4:
+        labels = np.where(arr[..., 3] == 0, np.int8(IGNORE), labels)
+    return labels
+
+
+def watershed_mask_to_labels(watershed_mask: np.ndarray) -> np.ndarray:
+    """(H, W), (H, W, 3) or (H, W, 4) uint8 watershed mask -> (H, W) int8 class ids; IGNORE for
+    WATERSHED_BOUNDARY (255) and any other grey value outside the table. The 4th channel, where
+    present, is ignored. ValueError if R, G and B differ (not a watershed mask)."""
+    arr = np.asarray(watershed_mask)
+    if arr.dtype != np.uint8:
+        raise ValueError(f"watershed mask must be uint8, got {arr.dtype}")
+    if arr.ndim == 3 and arr.shape[2] in (3, 4):
+        grey = arr[..., 0]
+        if not (np.array_equal(grey, arr[..., 1]) and np.array_equal(grey, arr[..., 2])):
+            raise ValueError("watershed mask has R, G, B channels that differ (a colour mask?)")
+    elif arr.ndim == 2:
+        grey = arr
+    else:
+        raise ValueError(f"watershed mask must be (H, W) or (H, W, 3|4), got shape {arr.shape}")
+    return _WATERSHED_LUT[grey]
 
 
 def presence_vector(labels: np.ndarray, min_pixels: int = 1) -> np.ndarray:

@@ -8,6 +8,10 @@ A source counts only if it yields a valid `present`; otherwise the next one is t
 the regex is not tried once a well-formed JSON object had a "present" key with an unusable value.
 Points are canvas px (x right, y down, origin top-left of the canvas), integers in [0, w-1] x
 [0, h-1]; float coordinates must already lie in that range and are rounded half up.
+
+`parse_pointing_source` is the original's rule (`--compat source`; eval/parser.py:35-78 of
+fallcat/llm_cholec_organ): the whole text as JSON, else the first `[x,y]` means present, else
+absent. It never gives "unparsable".
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ class PointingAnswer:
     """A parsed answer. `ok=False` means the outcome is "unparsable" (then present is None)."""
 
     present: int | None  # 0/1, None when unparsable
-    point: tuple[int, int] | None  # (x, y) canvas px, origin top-left; only when present == 1
+    # (x, y) canvas px, origin top-left; only when present == 1, except from the source parser,
+    # which keeps a JSON point beside present 0 as the original does (never scored then)
+    point: tuple[int, int] | None
     ok: bool
     reason: str = ""  # source used ("json", "json-in-text", "regex") and notes, or why unparsable
 
@@ -193,3 +199,85 @@ def _point(v: Any, canvas: tuple[int, int]) -> tuple[tuple[int, int] | None, str
     if not (0 <= x <= w - 1 and 0 <= y <= h - 1):
         return None, "point out of bounds"
     return (math.floor(x + 0.5), math.floor(y + 0.5)), ""
+
+
+# ---- the original's parser (`--compat source`) ---------------------------------------------------
+# an integer pair in brackets, as the original's fallback regex; `\d` is any Unicode digit there too
+_SOURCE_PAIR_RE = re.compile(r"\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\]")
+_SOURCE_YES = ("1", "yes", "true")
+
+
+class _FallBack(Exception):
+    """The JSON branch failed the way the original's outer `except Exception` catches."""
+
+
+def parse_pointing_source(text: Any, canvas: tuple[int, int]) -> PointingAnswer:
+    """The original's reading of an answer; never raises and never "unparsable" (absent instead).
+
+    1. `json.loads` of the whole text gives a dict: present from "present" (bool; a number whose
+       int() is 1; a string "1"/"yes"/"true" after strip/lower; anything else 0), and the point
+       from a two-item "point_canvas" list, each item `int(round(v))`, kept if it lies in
+       [0, w) x [0, h) (a point beside present 0 is kept but never scored);
+    2. otherwise (not JSON, not a dict, or a number that int()/round() overflow on) the first
+       `[x,y]` integer pair in the text: present = 1 with that point if it lies on the canvas;
+    3. otherwise absent. Failed model calls ("" in the original) land here too.
+    canvas: (width, height) px of the canvas the coordinates refer to.
+    """
+    try:
+        return _parse_source(text, canvas)
+    except Exception as exc:  # a safety net: the steps below are written not to raise
+        return PointingAnswer(0, None, True, f"source; parser error: {type(exc).__name__}")
+
+
+def _parse_source(text: Any, canvas: tuple[int, int]) -> PointingAnswer:
+    present, point = 0, None
+    try:
+        obj = json.loads(text)
+    except Exception:  # not JSON, not text, too deep, a number too long for int(): the fallback
+        obj = None
+    if isinstance(obj, dict):
+        try:
+            present = _source_present(obj.get("present", 0))
+            point = _source_point(obj.get("point_canvas"), canvas)
+            return PointingAnswer(present, point, True, "source; json")
+        except _FallBack:
+            pass  # `present` keeps what was read before the failure, as in the original
+    if isinstance(text, str):
+        m = _SOURCE_PAIR_RE.search(text)
+        if m is not None:
+            try:
+                x, y = int(m.group(1)), int(m.group(2))
+            except ValueError:  # more digits than int() accepts
+                x, y = -1, -1
+            if _on_canvas(x, y, canvas):
+                return PointingAnswer(1, (x, y), True, "source; coordinates in text")
+    return PointingAnswer(present, point, True, "source; no point in text")
+
+
+def _source_present(v: Any) -> int:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int | float):
+        try:
+            return int(int(v) == 1)  # 1.7 -> 1; NaN and infinities fall back to the regex
+        except (ValueError, OverflowError) as exc:
+            raise _FallBack from exc
+    if isinstance(v, str):
+        return int(v.strip().lower() in _SOURCE_YES)
+    return 0
+
+
+def _source_point(v: Any, canvas: tuple[int, int]) -> tuple[int, int] | None:
+    if not isinstance(v, list) or len(v) != 2:
+        return None
+    try:
+        x, y = round(v[0]), round(v[1])  # Python's round: half to even, to int
+    except (ValueError, TypeError):  # a string, null, NaN: no point
+        return None
+    except OverflowError as exc:  # an infinity escapes to the original's outer handler
+        raise _FallBack from exc
+    return (x, y) if _on_canvas(x, y, canvas) else None
+
+
+def _on_canvas(x: int, y: int, canvas: tuple[int, int]) -> bool:
+    return 0 <= x < canvas[0] and 0 <= y < canvas[1]

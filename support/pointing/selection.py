@@ -179,3 +179,163 @@ def build_fewshot_plan(
         "min_gap": int(min_gap),
         "warnings": warnings,
     }
+
+
+# ---- the original's rules (`--compat source`) ----------------------------------------------------
+# fallcat/llm_cholec_organ src/few_shot_selection.py and notebooks_py/prepare_fewshot_examples.py
+# (4ebb357): presence at >= 50 px, balanced test rows with seed 42, plans with seeds 43 and 45.
+# Rows are plain dataset row numbers; "spacing" compares row numbers across videos, as there.
+SOURCE_MIN_PIXELS = 50
+SOURCE_SEEDS = {"balanced": 42, "standard": 43, "near_miss": 45}
+SOURCE_SPACING = 100  # rows between picks of `select_diverse`
+
+
+def select_balanced_source(Y: np.ndarray, n: int, seed: int = 42) -> list[int]:
+    """The original's greedy balanced selection; rows in the order they were picked.
+
+    Each step looks at the organs picked least so far ("rare"), scores every row still available
+    by how many of them it shows, and draws uniformly (`rng.choice`, seeded) among the rows with
+    the top score, listed in ascending row order; when no row shows a rare organ, it draws among
+    all available rows. No spacing rule. The original raises when n exceeds the rows; here n is
+    capped at the number of rows.
+    """
+    Yb = (np.asarray(Y) != 0).astype(np.int64)
+    if Yb.ndim != 2 or Yb.shape[1] != len(ORGAN_IDS):
+        raise ValueError(f"presence matrix must be (N, {len(ORGAN_IDS)}), got {Yb.shape}")
+    rng = np.random.default_rng(seed)
+    counts = np.zeros(Yb.shape[1], dtype=np.int64)
+    available = np.ones(Yb.shape[0], dtype=bool)
+    picked: list[int] = []
+    for _ in range(min(int(n), Yb.shape[0])):
+        rows = np.flatnonzero(available)  # ascending, as the original's set of ints iterates
+        score = Yb[rows][:, counts == counts.min()].sum(axis=1)
+        pool = rows[score == score.max()] if score.max() > 0 else rows
+        row = int(rng.choice(pool))
+        picked.append(row)
+        counts += Yb[row]
+        available[row] = False
+    return picked
+
+
+def select_diverse(
+    candidates: Sequence[int],
+    n: int,
+    rng: np.random.Generator,
+    min_spacing: int = SOURCE_SPACING,
+    avoid: Iterable[int] = (),
+) -> list[int]:
+    """The original's `_select_diverse_indices`: up to n candidates at least min_spacing rows apart.
+
+    All of them when there are at most n (no draw). Else the sorted candidates are visited in a
+    seeded random order (`rng.shuffle` of their positions), taking each that keeps min_spacing
+    from the picks and from `avoid`; if that falls short, the sorted candidates are swept again
+    with the spacing halved while it stays above 10 (`avoid` no longer counts), and any remainder
+    is drawn at random from the candidates left (`rng.choice`, without replacement).
+    """
+    cands = [int(c) for c in candidates]
+    if len(cands) <= n:
+        return cands
+    ordered = sorted(cands)
+    blocked = [int(a) for a in avoid]
+    picks: list[int] = []
+
+    def far(row: int, others: Sequence[int], spacing: int) -> bool:
+        return all(abs(row - o) >= spacing for o in others)
+
+    order = list(range(len(ordered)))
+    rng.shuffle(order)
+    for i in order:
+        if len(picks) >= n:
+            break
+        if far(ordered[i], picks, min_spacing) and far(ordered[i], blocked, min_spacing):
+            picks.append(ordered[i])
+    spacing = min_spacing // 2
+    while len(picks) < n and spacing > 10:
+        for row in ordered:
+            if len(picks) >= n:
+                break
+            if row not in picks and far(row, picks, spacing):
+                picks.append(row)
+        spacing //= 2
+    if len(picks) < n:
+        rest = [c for c in cands if c not in picks]
+        if rest:
+            picks += rng.choice(rest, min(n - len(picks), len(rest)), replace=False).tolist()
+    return picks[:n]
+
+
+def _pool_lists(Y: np.ndarray, exclude: Iterable[int]) -> tuple[list[int], np.ndarray]:
+    """The rows not excluded (ascending) and their presence rows."""
+    Yb = (np.asarray(Y) != 0).astype(np.int64)
+    if Yb.ndim != 2 or Yb.shape[1] != len(ORGAN_IDS):
+        raise ValueError(f"presence matrix must be (N, {len(ORGAN_IDS)}), got {Yb.shape}")
+    excluded = {int(i) for i in exclude}
+    pool = [r for r in range(Yb.shape[0]) if r not in excluded]
+    if not pool:
+        raise ValueError("no rows left after excluding the test rows")
+    return pool, Yb[pool]
+
+
+def source_plan_rows(
+    Y: np.ndarray,
+    exclude: Iterable[int],
+    seed: int,
+    n_pos: int = 1,
+    n_neg_easy: int = 1,
+    n_near_miss: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """The rows of the original's few-shot plans, per organ id (str) in id order.
+
+    n_near_miss == 0: `build_fewshot_plan` (standard plan: positives by `rng.choice` without
+    replacement, easy negatives by `select_diverse`). n_near_miss > 0:
+    `build_fewshot_plan_with_nearmiss` (positives and easy negatives by `select_diverse`, then
+    near-miss rows: frames that DO show the organ, drawn by `rng.choice` among the positives not
+    picked, or among all positives when too few are left). The pool is every row not excluded; Y
+    is presence at >= 50 px. Returns {"1": {"positives", "negatives_easy", "near_miss" (only with
+    n_near_miss), "pos_available", "neg_available"}, ...}; one rng serves all organs in order.
+    """
+    pool, Yp = _pool_lists(Y, exclude)
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, Any]] = {}
+    for j, cid in enumerate(ORGAN_IDS):
+        pos_avail = [pool[i] for i in np.flatnonzero(Yp[:, j] == 1)]
+        neg_avail = [pool[i] for i in np.flatnonzero(Yp[:, j] == 0)]
+        pos: list[int] = []
+        if n_pos > 0 and pos_avail:
+            if n_near_miss > 0:
+                pos = select_diverse(pos_avail, n_pos, rng)
+            else:
+                pos = rng.choice(pos_avail, min(n_pos, len(pos_avail)), replace=False).tolist()
+        easy = select_diverse(neg_avail, n_neg_easy, rng) if n_neg_easy > 0 and neg_avail else []
+        entry: dict[str, Any] = {"positives": [int(r) for r in pos], "negatives_easy": easy}
+        if n_near_miss > 0:
+            near: list[int] = []
+            if pos_avail:
+                rest = [r for r in pos_avail if r not in pos]
+                src = rest if len(rest) >= n_near_miss else pos_avail
+                k = n_near_miss if src is rest else min(n_near_miss, len(pos_avail))
+                near = rng.choice(src, k, replace=False).tolist()
+            entry["near_miss"] = [int(r) for r in near]
+        entry["pos_available"], entry["neg_available"] = len(pos_avail), len(neg_avail)
+        out[str(cid)] = entry
+    return out
+
+
+def near_miss_negative(
+    Y: np.ndarray, organ: int, reference: int, exclude: Iterable[int], gap: int = 3
+) -> int | None:
+    """A near-miss negative for a plan that has none (the original's near-miss plan lists frames
+    that show the organ, under `near_miss`): the row without `organ` whose other organs are most
+    like those of row `reference` (Jaccard), ties to the lowest row; rows closer than `gap` rows
+    to an excluded row (test rows, the plan's other examples) are left out. None if no row fits.
+    """
+    Yb = (np.asarray(Y) != 0).astype(np.int64)
+    j = ORGAN_IDS.index(organ)
+    allowed = Yb[:, j] == 0
+    for row in {int(r) for r in exclude}:
+        allowed[max(0, row - gap + 1) : row + gap] = False
+    rows = np.flatnonzero(allowed)
+    if rows.size == 0:
+        return None
+    sim = jaccard(np.delete(Yb[rows], j, axis=1), np.delete(Yb[reference], j))
+    return int(rows[int(np.argmax(sim))])

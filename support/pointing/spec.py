@@ -1,24 +1,45 @@
-"""The pointing evaluation's plugin spec: its option and settings (imported when pytest starts)."""
+"""The pointing evaluation's plugin spec: its options and settings (imported when pytest starts)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from support.evaluation import EvaluationSpec, Option
-from support.settings import RunSettings
+from support.evaluation import EvaluationSpec, Option, OptionError
+from support.settings import Compat, RunSettings
 
 
 @dataclass(frozen=True)
 class PointingSettings:
-    cholecseg8k: str | None = (
-        None  # save_to_disk folder, parquet file(s) or hub id; None: synthetic
-    )
+    """What the pointing evaluation reads of the command line.
+
+    compat "writeup": the 768x768 letterbox, the write-up's prompts and parser, our own balanced
+    selection and plans. "source": what the original's main script computes (native frame as the
+    canvas, its one-line prompt and few-shot text, its parser, its selection rules and plans, a
+    failed call scored as absent, max_tokens 100, per-provider temperatures, macro metrics).
+    """
+
+    # the raw tree, a save_to_disk folder, parquet file(s) or a downloaded hub id; None: synthetic
+    cholecseg8k: str | None = None
+    prepared: Path | None = None  # --pointing-prepared: a data_info folder used as it is
+    compat: Compat = "writeup"
+
+    @property
+    def source(self) -> bool:
+        return self.compat == "source"
 
 
 def configure(values: Mapping[str, Any], run: RunSettings) -> PointingSettings:
-    return PointingSettings(cholecseg8k=values.get("cholecseg8k") or None)
+    prepared = values.get("pointing_prepared") or None
+    if prepared is not None:
+        prepared = Path(prepared).expanduser().resolve()
+        if not prepared.is_dir():
+            raise OptionError("--pointing-prepared", f"{prepared} is not a folder")
+    return PointingSettings(
+        cholecseg8k=values.get("cholecseg8k") or None, prepared=prepared, compat=run.compat
+    )
 
 
 SPEC = EvaluationSpec(
@@ -30,8 +51,16 @@ SPEC = EvaluationSpec(
         Option(
             "--cholecseg8k",
             metavar="PATH",
-            help="CholecSeg8k: a save_to_disk folder, parquet files, or the hub id "
-            "minwoosun/CholecSeg8k (network); default: the synthetic sample",
+            help="CholecSeg8k: the raw tree (the Kaggle download or the hub zip extracted), a "
+            "save_to_disk folder, parquet files, or the hub id minwoosun/CholecSeg8k once "
+            "`python -m support.pointing.download` has run; default: the synthetic sample",
+        ),
+        Option(
+            "--pointing-prepared",
+            metavar="DIR",
+            help="a prepared folder used as it is, e.g. the original's data_info/cholecseg8k: "
+            "balanced_indices_train_100.json (test rows, in its order) and the two few-shot plan "
+            "files; rows are rows of --cholecseg8k (default: prepared from the data)",
         ),
     ),
     configure=configure,

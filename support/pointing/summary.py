@@ -5,16 +5,30 @@ pointing accuracy = hits / cases present and predicted present; point hit rate =
 present. Unparsable answers count as wrong presence predictions (a false negative when the organ is
 present, a false positive when absent); backend errors are excluded and counted in `n_error`.
 Intervals: 95% cluster bootstrap over videos (frames of one video are correlated).
+
+Under `--compat source` (outcomes whose params say so) the original's metrics are added
+(eval/pointing_metrics.py:10-125, 170-232): `gated_accuracy` per organ and overall (a case counts
+as predicted present only when its point hits; gated accuracy = agreement of that with the truth,
+so a false "present" on an absent organ counts as correct there), and on the overall rows the
+macro means over organs (organs whose value is undefined left out) `macro_presence_accuracy`,
+`macro_hit_rate` (Hit@Point|Present), `macro_gated_accuracy` and `macro_f1`; the overall
+`accuracy` is the original's micro presence accuracy. Each run also gets the original's files:
+`<condition>/<model>/cholecseg8k_pointing/train_{row:05d}.json` and `metrics_summary_train.json`.
 """
 
 from __future__ import annotations
 
+import json
+import warnings
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
+from support.outputs import atomic_write_text
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.pointing.prompts import CONDITIONS
 from support.settings import RunSettings
@@ -31,6 +45,8 @@ METRICS = (
 )
 ALL = "ALL"
 COUNT_FIELDS = ("tp", "fp", "fn", "tn", "hits", "unparsable")
+SOURCE_METRICS = ("gated_accuracy",)  # per organ and overall, `--compat source` only
+MACRO_METRICS = ("macro_presence_accuracy", "macro_hit_rate", "macro_gated_accuracy", "macro_f1")
 
 
 def case_counts(o: Outcome) -> list[int]:
@@ -59,22 +75,96 @@ def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def is_source(outcomes: list[Outcome]) -> bool:
+    """Whether the outcomes come from a `--compat source` run."""
+    return any(o.params.get("compat") == "source" for o in outcomes)
+
+
+def gated_correct(o: Outcome) -> int:
+    """1 when "present and the point hits" agrees with the truth (the original's gated rule)."""
+    y_true, y_pred, hit = o.scores["y_true"], o.scores["y_pred"], o.scores.get("hit")
+    if y_pred is None:  # unparsable (writeup only): the wrong answer, no point
+        y_pred = 1 - y_true
+    return int((y_pred == 1 and bool(hit)) == (y_true == 1))
+
+
+def source_case_counts(o: Outcome) -> list[int]:
+    """COUNT_FIELDS plus the gated count."""
+    return [*case_counts(o), gated_correct(o)]
+
+
+def reduce_source_counts(s: np.ndarray) -> dict[str, np.ndarray]:
+    out = reduce_counts(s[..., : len(COUNT_FIELDS)])
+    out["gated_accuracy"] = safe_ratio(s[..., len(COUNT_FIELDS)], s[..., :4].sum(axis=-1))
+    return out
+
+
+_PER_ORGAN = 6  # tp, fp, fn, tn, hits when present, gated correct
+
+
+def macro_case_counts(o: Outcome) -> np.ndarray:
+    """One case as (12 organs x _PER_ORGAN) additive counts, zero but for its organ's block."""
+    tp, fp, fn, tn, hits, _ = case_counts(o)
+    out = np.zeros(len(ORGAN_IDS) * _PER_ORGAN)
+    j = ORGAN_IDS.index(int(o.params["organ"]))
+    out[j * _PER_ORGAN : (j + 1) * _PER_ORGAN] = [tp, fp, fn, tn, hits, gated_correct(o)]
+    return out
+
+
+def reduce_macro(s: np.ndarray) -> dict[str, np.ndarray]:
+    """Summed macro counts (..., 72) -> the original's macro means over organs (an organ whose
+    value is undefined, e.g. F1 without positives or predictions, is left out; all undefined:
+    NaN)."""
+    c = s.reshape(*s.shape[:-1], len(ORGAN_IDS), _PER_ORGAN)
+    tp, fp, fn, tn, hits, gated = (c[..., k] for k in range(_PER_ORGAN))
+    total = tp + fp + fn + tn
+    per_organ = {
+        "macro_presence_accuracy": safe_ratio(tp + tn, total),
+        "macro_hit_rate": safe_ratio(hits, tp + fn),
+        "macro_gated_accuracy": safe_ratio(gated, total),
+        "macro_f1": safe_ratio(2 * tp, 2 * tp + fp + fn),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # mean of an empty slice: NaN
+        return {k: np.nanmean(v, axis=-1) for k, v in per_organ.items()}
+
+
 def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """A row per (model, condition, organ) plus an `ALL` organ row; `m`, `m_lo`, `m_hi` columns."""
+    """A row per (model, condition, organ) plus an `ALL` organ row; `m`, `m_lo`, `m_hi` columns.
+    Source runs add `gated_accuracy` and, on the `ALL` rows, the macro metrics."""
 
     def keys(o: Outcome) -> list[tuple[str, str, str]]:
         model, condition = o.model, o.group["condition"]
         return [(model, condition, o.group["organ"]), (model, condition, ALL)]
 
-    groups = summarize_groups(outcomes, keys, case_counts, reduce_counts, n_resamples, seed)
+    source = is_source(outcomes)
+    metrics = (*METRICS, *SOURCE_METRICS) if source else METRICS
+    counts, reduce = (
+        (source_case_counts, reduce_source_counts) if source else (case_counts, reduce_counts)
+    )
+    groups = summarize_groups(outcomes, keys, counts, reduce, n_resamples, seed)
     organ_rank = {CLASS_NAMES[i]: k for k, i in enumerate(ORGAN_IDS)}
-    rows = [g.row(["model", "condition", "organ"], METRICS) for g in groups]
+    rows = [g.row(["model", "condition", "organ"], metrics) for g in groups]
+    if source:
+        macro = summarize_groups(
+            outcomes,
+            lambda o: [(o.model, o.group["condition"])],
+            macro_case_counts,
+            reduce_macro,
+            n_resamples,
+            seed,
+        )
+        by_key = {g.key: g.row(["model", "condition"], MACRO_METRICS) for g in macro}
+        for r in rows:
+            if r["organ"] == ALL:
+                m = by_key.get((r["model"], r["condition"]), {})
+                r |= {k: v for k, v in m.items() if k.startswith("macro_")}
     rows.sort(
         key=lambda r: (r["model"], _condition_rank(r["condition"]), r["organ"] == ALL,
                        organ_rank.get(r["organ"], len(organ_rank)), r["organ"])
     )  # fmt: skip
     columns = ["model", "condition", "organ", "n", "n_error"]
-    for m in METRICS:
+    for m in (*metrics, *MACRO_METRICS) if source else metrics:
         columns += [m, f"{m}_lo", f"{m}_hi"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -89,9 +179,12 @@ def _condition_rank(condition: str) -> tuple[int, str]:
 
 
 def headline(summary: pd.DataFrame) -> pd.DataFrame:
-    """The overall rows: one per (model, condition)."""
+    """The overall rows: one per (model, condition); source runs add the original's metrics."""
     cols = ["model", "condition", "n", "n_error"]
+    extra = (*SOURCE_METRICS, *MACRO_METRICS) if "gated_accuracy" in summary else ()
     for m in ("accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate"):
+        cols += [m, f"{m}_lo", f"{m}_hi"]
+    for m in extra:
         cols += [m, f"{m}_lo", f"{m}_hi"]
     return summary[summary["organ"] == ALL][cols].reset_index(drop=True)
 
@@ -109,7 +202,9 @@ def write_report(summary: pd.DataFrame, path: Path) -> Path:
         "",
         "## Overall",
         "",
-        markdown_table(with_intervals(headline(summary), METRICS)),
+        markdown_table(
+            with_intervals(headline(summary), (*METRICS, *SOURCE_METRICS, *MACRO_METRICS))
+        ),
         "",
         "## Conditions compared (overall F1 and pointing accuracy)",
         "",
@@ -181,8 +276,131 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path:
     return path
 
 
+# ---- the original's files (`--compat source`) ----------------------------------------------------
+
+
+def source_records(outcomes: list[Outcome]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(condition, model) -> the original's per-sample records, rows in test-set order as they
+    ran: {"sample_idx", "y_true", "y_pred", "hits" (12 each, organ id order), "rows" (each
+    organ's parsed answer: present, point_canvas, raw, organ), "prompt": {"name"}}
+    (eval/enhanced_evaluator.py: run_zero_shot_enhanced). Only rows whose 12 organs all ran."""
+    by_row: dict[tuple[str, str, int], dict[int, Outcome]] = defaultdict(dict)
+    for o in outcomes:
+        if o.status != "error":
+            by_row[(o.group["condition"], o.model, int(o.params["row"]))][
+                int(o.params["organ"])
+            ] = o
+    out: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for (condition, model, row), organs in by_row.items():
+        if set(organs) != set(ORGAN_IDS):
+            continue
+        cases = [organs[c] for c in ORGAN_IDS]
+        out[(condition, model)].append(
+            {
+                "sample_idx": row,
+                "y_true": [int(o.scores["y_true"]) for o in cases],
+                "y_pred": [int(o.scores["y_pred"] or 0) for o in cases],
+                "hits": [int(bool(o.scores.get("hit"))) for o in cases],
+                "rows": [
+                    {
+                        "present": int((o.prediction or {}).get("present") or 0),
+                        "point_canvas": (o.prediction or {}).get("point"),
+                        "raw": o.raw,
+                        "organ": CLASS_NAMES[c],
+                    }
+                    for c, o in zip(ORGAN_IDS, cases, strict=True)
+                ],
+                "prompt": {"name": condition},
+            }
+        )
+    return out
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return float(a / b) if b > 0 else None
+
+
+def source_metrics(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The original's per-organ rows, totals, macro and micro metrics of a list of records
+    (eval/pointing_metrics.py: calculate_comprehensive_metrics, save_metrics_json)."""
+    y = np.array([r["y_true"] for r in records], dtype=int).reshape(-1, len(ORGAN_IDS))
+    p = np.array([r["y_pred"] for r in records], dtype=int).reshape(-1, len(ORGAN_IDS))
+    h = np.array([r["hits"] for r in records], dtype=int).reshape(-1, len(ORGAN_IDS))
+    g = (p == 1) & (h == 1)  # gated prediction: present only when the point hits
+    count = {
+        "TP": (y == 1) & (p == 1), "FN": (y == 1) & (p == 0),
+        "TN": (y == 0) & (p == 0), "FP": (y == 0) & (p == 1),
+        "Gated_TP": (y == 1) & g, "Gated_FN": (y == 1) & ~g,
+        "Gated_TN": (y == 0) & ~g, "Gated_FP": (y == 0) & g,
+    }  # fmt: skip
+    n = {k: v.sum(axis=0).astype(int) for k, v in count.items()}
+    present_n, hit_present = (y == 1).sum(axis=0), ((h == 1) & (y == 1)).sum(axis=0)
+    rows = []
+    for j, cid in enumerate(ORGAN_IDS):
+        tp, fn, tn, fp = (int(n[k][j]) for k in ("TP", "FN", "TN", "FP"))
+        total = tp + fn + tn + fp
+        rows.append(
+            {
+                "label_id": cid, "label": CLASS_NAMES[cid], "TP": tp, "FN": fn, "TN": tn, "FP": fp,
+                "Present_n": int(present_n[j]), "Absent_n": tn + fp, "Total": total,
+                "PresenceAcc": _ratio(tp + tn, total),
+                "Hit@Point|Present": _ratio(int(hit_present[j]), int(present_n[j])),
+                **{k: int(n[k][j]) for k in ("Gated_TP", "Gated_FN", "Gated_TN", "Gated_FP")},
+                "GatedAcc": _ratio(int(n["Gated_TP"][j] + n["Gated_TN"][j]), total),
+                "Precision": _ratio(tp, tp + fp), "Recall": _ratio(tp, tp + fn),
+                "F1": _ratio(2 * tp, 2 * tp + fp + fn),
+            }
+        )  # fmt: skip
+    totals = {k: int(v.sum()) for k, v in n.items() if not k.startswith("Gated")}
+    totals |= {"Present_n": int(present_n.sum()), "Absent_n": totals["TN"] + totals["FP"]}
+    totals["Total"] = totals["Present_n"] + totals["Absent_n"]
+    totals |= {k: int(v.sum()) for k, v in n.items() if k.startswith("Gated")}
+
+    def macro(key: str) -> float | None:
+        values = [r[key] for r in rows if r[key] is not None]
+        return float(np.mean(values)) if values else None
+
+    total = totals["Total"]
+    return {
+        "n_examples": len(records),
+        "per_organ_metrics": rows,
+        "totals": totals,
+        "macro_metrics": {
+            "macro_presence_acc": macro("PresenceAcc"),
+            "macro_gated_acc": macro("GatedAcc"),
+            "macro_hit_rate": macro("Hit@Point|Present"),
+            "macro_f1": macro("F1"),
+        },
+        "micro_metrics": {
+            "micro_presence_acc": _ratio(totals["TP"] + totals["TN"], total),
+            "micro_gated_acc": _ratio(totals["Gated_TP"] + totals["Gated_TN"], total),
+        },
+    }
+
+
+def write_source_files(outcomes: list[Outcome], out_dir: Path, split: str = "train") -> list[Path]:
+    """The original's files under out_dir: per (condition, model) a folder
+    `<condition>/<model>/cholecseg8k_pointing/` with `{split}_{row:05d}.json` per sample and
+    `metrics_summary_{split}.json`. Returns the summary files (the per-sample ones are many)."""
+    written = []
+    for (condition, model), records in sorted(source_records(outcomes).items()):
+        folder = out_dir / condition / model / "cholecseg8k_pointing"
+        for r in records:
+            text = json.dumps(r, indent=2)
+            atomic_write_text(folder / f"{split}_{r['sample_idx']:05d}.json", text)
+        head = {"model": model, "prompt": condition, "split": split}
+        path = folder / f"metrics_summary_{split}.json"
+        atomic_write_text(path, json.dumps({**head, **source_metrics(records)}, indent=2))
+        written.append(path)
+    return written
+
+
 def write_outputs(
     outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
 ) -> list[Path]:
-    """report.md and the per-organ F1 plot in the run folder."""
-    return [write_report(summary, out_dir / "report.md"), plot_f1_by_organ(summary, out_dir)]
+    """report.md and the per-organ F1 plot in the run folder; source runs add the original's
+    per-sample and metrics files."""
+    paths = [write_report(summary, out_dir / "report.md"), plot_f1_by_organ(summary, out_dir)]
+    if is_source(outcomes):
+        paths += write_source_files(outcomes, out_dir)
+    return paths

@@ -4,6 +4,12 @@ Cases are sample x organ (12) x condition (zero_shot, fewshot_standard, fewshot_
 the model is added by the pytest parametrization. Data flow of one case: the sample's frame is
 letterboxed onto the canvas, few-shot examples (from the prepared plans) are interleaved before it,
 the answer is parsed, and the point is mapped back to image pixels and looked up in the organ mask.
+
+`--compat source` follows the original's main script (eval_pointing_original_size.py): the canvas
+is the frame itself (the size of row 0), its prompts, few-shot text and parser, placeholder points
+for positive examples, no near-miss examples, max_tokens 100, per-provider temperatures, and a
+failed call scored as an absent answer. `--pointing-prepared DIR` takes the test rows and plans
+from a prepared folder as they are (e.g. the original's data_info/cholecseg8k).
 """
 
 from __future__ import annotations
@@ -18,30 +24,76 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw
 
+from support.backends.base import BackendError
+from support.backends.registry import model_spec
 from support.evaluation import Evaluation, linspace_subset
 from support.geometry import Letterbox, canvas_mask, interior_point, letterbox, mask_outline
 from support.memo import OnceCache
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS, ORGAN_SLUGS
-from support.pointing.dataset import HUB_ID_RE, CholecSeg8k
-from support.pointing.parser import PointingAnswer, format_pointing, parse_pointing
-from support.pointing.prepare import Prepared, load_prepared, prepare
+from support.pointing.dataset import CholecSeg8k, is_hub_id
+from support.pointing.download import downloaded
+from support.pointing.parser import (
+    PointingAnswer,
+    format_pointing,
+    parse_pointing,
+    parse_pointing_source,
+)
+from support.pointing.prepare import (
+    Prepared,
+    build_presence_matrix,
+    file_names,
+    load_prepared,
+    prepare,
+    prepare_source,
+)
 from support.pointing.prompts import (
     CONDITIONS,
     SYSTEM_PROMPT,
     Example,
     few_shot_parts,
+    source_answer,
+    source_few_shot_parts,
+    source_zero_shot_parts,
+    system_prompt,
     zero_shot_parts,
 )
+from support.pointing.selection import near_miss_negative
 from support.pointing.spec import PointingSettings
 from support.runner import CaseClient
 from support.settings import RunSettings
 from support.synthetic.cholecseg8k import ensure_cholecseg8k
-from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
+from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
 CANVAS = (768, 768)  # (width, height) canvas px
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
 N_TEST = 100  # balanced test samples, as the source
 MAX_TOKENS = 256
+SOURCE_MAX_TOKENS = 100  # the original's max_tokens for every model (eval/evaluator.py:93-159)
+# the original's temperature by provider: OpenAI's API default (it sends none), 0.1 for Claude
+# and Gemini (their adapters' defaults), 0 for the local models; 0 for any other provider here
+SOURCE_TEMPERATURE = {"openai": 1.0, "anthropic": 0.1, "google": 0.1}
+
+
+def source_temperature(model: str) -> float:
+    """The temperature the original uses for `model` (a --model name)."""
+    try:
+        provider = model_spec(model).provider
+    except ValueError:  # not a registered name: a local or scripted model
+        return 0.0
+    return SOURCE_TEMPERATURE.get(provider, 0.0)
+
+
+def source_canvas_mask(mask: np.ndarray, canvas: tuple[int, int]) -> np.ndarray:
+    """(canvas_h, canvas_w) bool: where the original's hit test (pointing_metrics.py:277-282,
+    image px = int(canvas px * image size / canvas size)) lands in the (H, W) `mask`. The identity
+    when the frame has the canvas size, as every CholecSeg8k frame has."""
+    m = np.asarray(mask, dtype=bool)
+    (cw, ch), (mh, mw) = canvas, m.shape
+    if (mw, mh) == (cw, ch):
+        return m
+    cols = (np.arange(cw) * mw / cw).astype(int)
+    rows = (np.arange(ch) * mh / ch).astype(int)
+    return m[np.ix_(rows, cols)]
 
 
 @dataclass(frozen=True)
@@ -58,8 +110,33 @@ class PointingAnswerSpace:
 
 
 def prepared_dir(cache_dir: Path, key: str) -> Path:
-    """Where a dataset's presence matrix, test indices and few-shot plans live."""
+    """Where a dataset's presence matrix, test indices and few-shot plans live (the original's
+    files, made under `--compat source`, in its `source/` subfolder)."""
     return cache_dir / "data_info" / "cholecseg8k" / key
+
+
+def check_rows(prepared: Prepared, n_rows: int, source: str, split: str = "train") -> None:
+    """ValueError naming the file and key of a test or plan row that is not a row of the data."""
+    names = file_names(n_rows, N_TEST, split)
+
+    def bad(rows: list[int]) -> int | None:
+        return next((k for k, r in enumerate(rows) if r >= n_rows), None)
+
+    k = bad(prepared.test_indices)
+    if k is not None:
+        raise ValueError(
+            f"{prepared.out_dir / names['balanced']}: indices[{k}] = {prepared.test_indices[k]} "
+            f"is not a row of {source} (0..{n_rows - 1})"
+        )
+    for plan, organs in prepared.plans.items():
+        for cid, roles in organs.items():
+            for role, rows in roles.items():
+                k = bad(rows)
+                if k is not None:
+                    raise ValueError(
+                        f"{prepared.out_dir / names[plan]}: plan['{cid}']['{role}'][{k}] = "
+                        f"{rows[k]} is not a row of {source} (0..{n_rows - 1})"
+                    )
 
 
 class PointingEvaluation(Evaluation):
@@ -69,15 +146,28 @@ class PointingEvaluation(Evaluation):
     summary_module: ClassVar[str] = "support.pointing.summary"
     quick_samples: ClassVar[int] = 5
 
-    def __init__(self, source: str, prepared: Prepared, rows: list[int]) -> None:
+    def __init__(
+        self,
+        source: str,
+        prepared: Prepared,
+        rows: list[int],
+        settings: PointingSettings | None = None,
+        video_ids: list[str] | None = None,
+    ) -> None:
         self.source = source
         self.prepared = prepared
+        self.settings = settings or PointingSettings()
         self.rows = rows  # dataset row indices under test, in test-set order
         self.quick_rows = set(linspace_subset(rows, self.quick_samples))
+        self.video_ids = video_ids if video_ids is not None else prepared.video_ids
+        self.canvas = CANVAS  # (width, height) px; source: the frame size of row 0 (see load)
         self._ds: CholecSeg8k | None = None
         self._ds_lock = threading.Lock()
-        self._frames: OnceCache[int, tuple[Part, Letterbox, np.ndarray]] = OnceCache(256)
+        self._frames: OnceCache[int, tuple[Part, Letterbox | None, np.ndarray]] = OnceCache(256)
         self._targets: OnceCache[tuple[int, int], tuple[int, int] | None] = OnceCache(8192)
+        self._truth: OnceCache[int, np.ndarray] = OnceCache(1 << 16)
+        self._all_presence: np.ndarray | None = None  # writeup near misses for foreign plans
+        self._presence_lock = threading.Lock()
 
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
@@ -85,21 +175,24 @@ class PointingEvaluation(Evaluation):
         source = settings.cholecseg8k
         if source is None:
             source = str(ensure_cholecseg8k(run.cache_dir))
-        if Path(source).exists() or not HUB_ID_RE.match(source):
-            ds = CholecSeg8k.open(source)  # local: preparing is local computation
-            prepared = prepare(ds, prepared_dir(run.cache_dir, ds.fingerprint[:16]), N_TEST)
-        else:  # a hub id: never download at collection time; the plans must exist already
-            ds = None
-            key = source.replace("/", "__")
-            try:
-                prepared = load_prepared(prepared_dir(run.cache_dir, key), N_TEST)
-            except FileNotFoundError as exc:
-                raise FileNotFoundError(
-                    f"--cholecseg8k {source}: not prepared yet (preparing downloads the dataset, "
-                    f"so it is an explicit step). {str(exc).replace('SOURCE', source)}"
-                ) from None
-        ev = cls(source, prepared, linspace_subset(list(prepared.test_indices), run.samples))
+        elif is_hub_id(source):  # never downloads here: `support.pointing.download` did it
+            source = str(downloaded(source, run.cache_dir))
+        ds = CholecSeg8k.open(source)  # local data: preparing is local computation
+        folder = prepared_dir(run.cache_dir, ds.fingerprint[:16])
+        if settings.prepared is not None:  # a folder used as it is (e.g. the original's)
+            prepared = load_prepared(settings.prepared, N_TEST, ds.split, need_presence=False)
+        elif settings.source:  # the original's files, made by its rules
+            prepared = prepare_source(ds, folder / "source", N_TEST)
+        else:
+            prepared = prepare(ds, folder, N_TEST)
+        check_rows(prepared, len(ds), ds.source, ds.split)
+        ours = len(prepared.video_ids) == len(ds) and settings.prepared is None
+        vids = prepared.video_ids if ours else ds.video_ids()  # frames of a video: one cluster
+        rows = linspace_subset(list(prepared.test_indices), run.samples)
+        ev = cls(source, prepared, rows, settings, vids)
         ev._ds = ds
+        if settings.source:  # the original's canvas: the size of the first frame
+            ev.canvas = ds.image(0).size
         return ev
 
     @property
@@ -110,7 +203,7 @@ class PointingEvaluation(Evaluation):
             return self._ds
 
     def cases(self) -> list[Case]:
-        y = self.prepared.presence
+        frames = self.ds.frame_paths()  # `videoNN/videoNN_SSSSS/frame_K_endo.png` where known
         out = []
         for row in self.rows:
             for condition in CONDITIONS:
@@ -119,12 +212,15 @@ class PointingEvaluation(Evaluation):
                         "row": row,
                         "organ": oid,
                         "condition": condition,
-                        "video": self.prepared.video_ids[row],
-                        "present": int(y[row, j]),
+                        "video": self.video_ids[row],
+                        "frame": frames[row],
+                        "present": int(self.truth(row)[j]),
                     }
+                    if self.settings.source:
+                        params["compat"] = "source"  # the summary adds the original's metrics
                     case_id = f"s{row:04d}-{ORGAN_SLUGS[oid]}-{condition}"
                     group = {"condition": condition, "organ": CLASS_NAMES[oid]}
-                    video = self.prepared.video_ids[row]  # frames of a video are resampled together
+                    video = self.video_ids[row]  # frames of a video are resampled together
                     out.append(Case(case_id, self.name, params, group, video))
         return out
 
@@ -134,16 +230,36 @@ class PointingEvaluation(Evaluation):
     def locality(self, case: Case) -> str:
         return f"s{case.params['row']}"
 
+    # ---- ground truth ------------------------------------------------------------------------
+    def truth(self, row: int) -> np.ndarray:
+        """(12,) uint8: which organs show at least 1 pixel in row (the truth in both profiles,
+        as the original's `labels_to_presence_vector` default). Our own presence matrix holds
+        exactly that; a folder made at 50 px (the original's) does not, so the labels decide."""
+        p = self.prepared
+        if p.presence is not None and p.min_pixels == 1 and len(p.presence) == len(self.ds):
+            return p.presence[row]
+        return self._truth.get(row, lambda r: self.ds.presence(r, 1))
+
     # ---- images and targets (memoised: many cases share a frame) -----------------------------
-    def frame(self, row: int) -> tuple[Part, Letterbox, np.ndarray]:
-        """The row's canvas image (PNG part), its letterbox, and its (H, W) int8 label map."""
+    def frame(self, row: int) -> tuple[Part, Letterbox | None, np.ndarray]:
+        """The row's canvas image (PNG part), its letterbox (None: the frame itself is the
+        canvas, under source), and its (H, W) int8 label map."""
         return self._frames.get(row, self._load_frame)
 
-    def _load_frame(self, row: int) -> tuple[Part, Letterbox, np.ndarray]:
-        canvas, box = letterbox(self.ds.image(row), CANVAS)
+    def _load_frame(self, row: int) -> tuple[Part, Letterbox | None, np.ndarray]:
         # lossless PNG at zlib level 1: 4x faster to encode than level 6 for ~17% more bytes, and
         # every cached run re-encodes its frames to hash them
+        if self.settings.source:  # the native frame, as the original sends it (lossless too)
+            return Part.of_image(self.ds.image(row), compress_level=1), None, self.ds.labels(row)
+        canvas, box = letterbox(self.ds.image(row), CANVAS)
         return Part.of_image(canvas, compress_level=1), box, self.ds.labels(row)
+
+    def organ_mask(self, row: int, organ: int) -> np.ndarray:
+        """(canvas_h, canvas_w) bool: the canvas pixels that count as inside the organ."""
+        _, box, labels = self.frame(row)
+        if box is None:
+            return source_canvas_mask(labels == organ, self.canvas)
+        return canvas_mask(labels == organ, box)
 
     def target_point(self, row: int, organ: int) -> tuple[int, int] | None:
         """A canvas pixel (x, y) whose centre maps into the organ: the organ's most interior pixel
@@ -151,29 +267,80 @@ class PointingEvaluation(Evaluation):
         return self._targets.get((row, organ), self._find_target)
 
     def _find_target(self, key: tuple[int, int]) -> tuple[int, int] | None:
-        row, organ = key
-        _, box, labels = self.frame(row)
-        return interior_point(canvas_mask(labels == organ, box))
+        return interior_point(self.organ_mask(*key))
 
     def answer(self, row: int, organ: int) -> str:
         """The ground-truth answer in the requested JSON format (few-shot examples, oracle)."""
-        present = int(self.prepared.presence[row, ORGAN_IDS.index(organ)])
+        present = int(self.truth(row)[ORGAN_IDS.index(organ)])
         point = self.target_point(row, organ) if present else None
         return format_pointing(CLASS_NAMES[organ], present, point)
 
     def examples(self, condition: str, organ: int) -> list[Example]:
-        """Few-shot examples of the condition's plan: positive, easy negative, [near miss]."""
+        """Few-shot examples of the condition's plan: positive, easy negative, [near miss].
+
+        Under source, the original's (eval/evaluator.py prepare_few_shot_examples): every positive
+        that shows the organ, answered with the canvas-centre placeholder point, every easy
+        negative and every `negatives_hard` entry, answered absent; `near_miss` is never read.
+        """
         if condition == "zero_shot":
             return []
         plan = self.prepared.plans[PLAN_OF[condition]][str(organ)]
-        rows = [*plan["positives"][:1], *plan["negatives_easy"][:1], *plan["negatives_hard"][:1]]
+        if self.settings.source:
+            return self._source_examples(plan, organ)
+        hard = plan["negatives_hard"][:1]
+        if not hard and plan["near_miss"] and condition == "fewshot_hard_negatives":
+            hard = self._near_miss_negative(plan, organ)
+        rows = [*plan["positives"][:1], *plan["negatives_easy"][:1], *hard]
         return [Example(self.frame(r)[0], self.answer(r, organ)) for r in rows]
 
-    def request(self, case: Case) -> Request:
+    def _source_examples(self, plan: dict[str, list[int]], organ: int) -> list[Example]:
+        name, j = CLASS_NAMES[organ], ORGAN_IDS.index(organ)
+        centre = [self.canvas[0] // 2, self.canvas[1] // 2]  # the placeholder (evaluator.py:238)
+        out = [
+            Example(self.frame(r)[0], source_answer(name, 1, centre))
+            for r in plan["positives"]
+            if self.truth(r)[j]
+        ]
+        for r in [*plan["negatives_easy"], *plan["negatives_hard"]]:
+            out.append(Example(self.frame(r)[0], source_answer(name, 0, None)))
+        return out
+
+    def _near_miss_negative(self, plan: dict[str, list[int]], organ: int) -> list[int]:
+        """Writeup with a plan whose hard examples are the original's `near_miss` frames (which
+        show the organ): a near-miss negative by `selection.near_miss_negative`, like the first
+        positive, away from the test rows and the plan's examples."""
+        if not plan["positives"]:
+            return []
+        Y = self.prepared.presence
+        if Y is None or len(Y) != len(self.ds):
+            with self._presence_lock:  # the folder has no matrix: ours, once per process
+                if self._all_presence is None:
+                    self._all_presence = build_presence_matrix(self.ds, progress=False)
+            Y = self._all_presence
+        used = [*self.prepared.test_indices, *plan["positives"], *plan["negatives_easy"]]
+        row = near_miss_negative(Y, organ, plan["positives"][0], used)
+        return [] if row is None else [row]
+
+    def request(self, case: Case, model: str = "") -> Request:
         row, organ, condition = case.params["row"], case.params["organ"], case.params["condition"]
         name = CLASS_NAMES[organ]
         image = self.frame(row)[0]
         examples = self.examples(condition, organ)
+        space = PointingAnswerSpace(name, self.canvas)
+        if self.settings.source:
+            parts = (
+                source_few_shot_parts(name, examples, image)
+                if examples
+                else source_zero_shot_parts(name, image)
+            )
+            return Request(
+                parts=parts,
+                system=system_prompt(*self.canvas),
+                temperature=source_temperature(model),
+                max_tokens=SOURCE_MAX_TOKENS,
+                target=self.answer(row, organ),
+                answer_space=space,
+            )
         parts = few_shot_parts(name, examples, image) if examples else zero_shot_parts(name, image)
         return Request(
             parts=parts,
@@ -181,16 +348,26 @@ class PointingEvaluation(Evaluation):
             temperature=0.0,
             max_tokens=MAX_TOKENS,
             target=self.answer(row, organ),
-            answer_space=PointingAnswerSpace(name),
+            answer_space=space,
         )
 
     # ---- evaluation --------------------------------------------------------------------------
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
-        request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
-        response = await client.generate(request)
-        return self.score(case, response, parse_pointing(response.text, CANVAS))
+        # image work off the loop thread
+        request = await asyncio.to_thread(self.request, case, client.name)
+        if not self.settings.source:
+            response = await client.generate(request)
+            return self.score(case, response.text, parse_pointing(response.text, CANVAS))
+        try:
+            response = await client.generate(request)
+        except BackendError as exc:  # the original's adapters return "" after their retries
+            answer = parse_pointing_source("", self.canvas)
+            return self.score(case, "", answer, extra={"backend_error": str(exc)})
+        return self.score(case, response.text, parse_pointing_source(response.text, self.canvas))
 
-    def score(self, case: Case, response: Response, answer: PointingAnswer) -> Verdict:
+    def score(
+        self, case: Case, raw: str, answer: PointingAnswer, extra: dict | None = None
+    ) -> Verdict:
         row, organ = case.params["row"], case.params["organ"]
         y_true = int(case.params["present"])
         hit: bool | None = None
@@ -207,6 +384,8 @@ class PointingEvaluation(Evaluation):
             scores={"y_true": y_true, "y_pred": y_pred, "hit": hit},
             prediction=answer.to_json(),
             target={"present": y_true, "point_canvas": self._target_list(row, organ, y_true)},
+            raw=raw,
+            extra=extra or {},
         )
 
     def hits(self, row: int, organ: int, point: tuple[int, int] | None) -> bool:
@@ -214,6 +393,13 @@ class PointingEvaluation(Evaluation):
         if point is None:
             return False
         _, box, labels = self.frame(row)
+        if box is None:  # the original's test (pointing_metrics.py check_point_hit, 277-282)
+            x, y = point
+            return (
+                0 <= x < self.canvas[0]
+                and 0 <= y < self.canvas[1]
+                and bool(self.organ_mask(row, organ)[y, x])
+            )
         pixel = box.to_image_pixel(point[0] + 0.5, point[1] + 0.5)  # the pixel's centre
         return pixel is not None and bool(labels[pixel[1], pixel[0]] == organ)
 
@@ -224,9 +410,8 @@ class PointingEvaluation(Evaluation):
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """The canvas with the organ outlined (green) and the predicted point (red cross)."""
         row, organ = case.params["row"], case.params["organ"]
-        image, box, labels = self.frame(row)
-        canvas = Image.open(io.BytesIO(image.image or b"")).convert("RGB")
-        outline = mask_outline(canvas_mask(labels == organ, box))
+        canvas = Image.open(io.BytesIO(self.frame(row)[0].image or b"")).convert("RGB")
+        outline = mask_outline(self.organ_mask(row, organ))
         pixels = np.asarray(canvas).copy()
         pixels[outline] = (0, 255, 0)
         canvas = Image.fromarray(pixels)

@@ -1,15 +1,25 @@
 """A synthetic CholecSeg8k sample in exactly the real format, for offline tests and `--quick` runs.
 
-Writes a `datasets.Dataset.save_to_disk` folder (or parquet) with the real columns `image`,
-`color_mask`, `watershed_mask`, `annotation_mask` (all `datasets.Image`, PNG, 854x480 W x H), the
-frames of each video in one 80-frame clip, file names like the real data
-(`videoNN/videoNN_000XX/frame_K_endo*.png`). Each video has a persistent layout of the 12
-structures that drifts slowly over frames;
-each structure is present in runs of frames with its own frequency (common: fat, liver, abdominal
-wall; rare: hepatic vein, blood, cystic duct). About 0.5-1% of colour-mask pixels have colours
-outside the class table (a 1-px frame border and instrument outlines), which decode as IGNORE.
+Writes the raw tree as published (fmt "raw", the default): `videoNN/videoNN_SSSSS/frame_K_endo.png`
+(RGB, 854x480 W x H) with, beside each frame,
 
-    python -m support.synthetic.cholecseg8k --out DIR [--seed S]
+- `frame_K_endo_color_mask.png`: RGB, one colour per class (classes.COLOR_TO_CLASS); about
+  0.5-1% of pixels have colours outside the table (a 1-px border at the top and bottom rows and
+  instrument outlines), which decode as IGNORE;
+- `frame_K_endo_watershed_mask.png`: grey R=G=B RGB with the class ids of CLASS_TO_WATERSHED, 255
+  on the border, the outlines and the boundaries between classes; every frame K with K % 10 == 3
+  has a 4th, all-255 channel (RGBA), as some real masks do;
+- `frame_K_endo_mask.png`: the annotation tool's mask, which the suite never reads; its real
+  encoding is undocumented: written as RGBA, RGB = the watershed grey without boundaries, A = 255.
+
+The frames of each video form one 80-frame clip starting at a 3-digit frame number (so that row
+order by name equals frame order; real clips such as `video01_00080` mix 2- and 3-digit names).
+`fmt` "save_to_disk" / "parquet" convert that tree with support.pointing.dataset.raw_to_dataset.
+Each video has a persistent layout of the 12 structures that drifts slowly over frames; each
+structure is present in runs of frames with its own frequency (common: fat, liver, abdominal
+wall; rare: hepatic vein, blood, cystic duct).
+
+    python -m support.synthetic.cholecseg8k --out DIR [--seed S] [--format raw]
 """
 
 from __future__ import annotations
@@ -26,13 +36,14 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from support.outputs import build_once
-from support.pointing.classes import CLASS_TO_COLOR
+from support.pointing.classes import CLASS_TO_COLOR, CLASS_TO_WATERSHED, WATERSHED_BOUNDARY
+from support.pointing.dataset import COLUMNS, SUFFIX, raw_to_dataset
 from support.types import encode_image
 
 WIDTH, HEIGHT = 854, 480  # pixels, as the real frames
-VERSION = "v1"  # bump when the rendering changes: it names the cache folder
+VERSION = "v2"  # bump when the rendering or the layout changes: it names the cache folder
 BORDER_ID, OUTLINE_ID = 13, 14  # label-image values for the two unknown (ignored) colours
-COLUMNS = ("image", "color_mask", "watershed_mask", "annotation_mask")
+FORMATS = ("raw", "save_to_disk", "parquet")
 # video numbers of the real CholecSeg8k, used in order for the synthetic videos
 REAL_VIDEOS = (1, 9, 12, 17, 18, 20, 24, 25, 26, 27, 28, 35, 37, 43, 48, 52, 55)
 
@@ -67,8 +78,10 @@ TISSUE_RGB = np.array(
 )  # fmt: skip
 # label value -> colour-mask RGB; 13 and 14 are colours absent from the class table
 MASK_RGB = np.array([CLASS_TO_COLOR[c] for c in range(13)] + [(0, 0, 0), (140, 140, 140)], np.uint8)
-WATERSHED_GREY = np.array([20 * c for c in range(13)] + [0, 0], np.uint8)
-ANNOTATION_GREY = np.array([50, 11, 21, 13, 12, 31, 23, 24, 25, 32, 22, 33, 5, 0, 0], np.uint8)
+# label value -> watershed grey; the border and the outlines are boundaries (255)
+WATERSHED_GREY = np.array(
+    [CLASS_TO_WATERSHED[c] for c in range(13)] + [WATERSHED_BOUNDARY] * 2, np.uint8
+)
 
 _yy, _xx = np.mgrid[0:HEIGHT, 0:WIDTH].astype(np.float32)
 _VIGNETTE = 1.0 - 0.45 * (
@@ -170,12 +183,30 @@ def _draw_labels(layout: dict[int, dict], f: int) -> np.ndarray:
 
 
 def _png(arr: np.ndarray) -> bytes:
-    """(H, W) grey or (H, W, 3) RGB uint8 -> PNG bytes (fast zlib level: the data is synthetic)."""
+    """(H, W) grey or (H, W, 3|4) RGB(A) uint8 -> PNG bytes (fast zlib level: synthetic data)."""
     return encode_image(Image.fromarray(arr), "PNG", compress_level=1)
 
 
-def _render_frame(seed: int, v: int, f: int, layout: dict[int, dict]) -> dict[str, bytes]:
-    """The four PNGs of frame f of video v: textured RGB image and three masks."""
+def _watershed(labels: np.ndarray, rgba: bool) -> np.ndarray:
+    """(H, W, 3|4) watershed mask of a label image: class greys, 255 on the border, outlines and
+    the pixels whose right or lower neighbour has another class."""
+    grey = WATERSHED_GREY[labels]
+    edge = np.zeros(labels.shape, bool)
+    edge[:, :-1] |= labels[:, :-1] != labels[:, 1:]
+    edge[:-1, :] |= labels[:-1, :] != labels[1:, :]
+    grey = np.where(edge, np.uint8(WATERSHED_BOUNDARY), grey)
+    planes = [grey] * 3 + ([np.full_like(grey, 255)] if rgba else [])
+    return np.stack(planes, axis=-1)
+
+
+def _annotation(labels: np.ndarray) -> np.ndarray:
+    """(H, W, 4) stand-in for the annotation tool's mask (never read): class greys, alpha 255."""
+    grey = WATERSHED_GREY[labels]
+    return np.stack([grey, grey, grey, np.full_like(grey, 255)], axis=-1)
+
+
+def _render_frame(seed: int, v: int, f: int, k: int, layout: dict[int, dict]) -> dict[str, bytes]:
+    """The four PNGs of frame f (frame number k) of video v: textured RGB image and three masks."""
     labels = _draw_labels(layout, f)
     rng = np.random.default_rng([seed, v, f])  # per-frame stream: order of threads doesn't matter
     low = rng.normal(1.0, 0.08, (HEIGHT // 16 + 1, WIDTH // 16 + 1)).astype(np.float32)
@@ -187,28 +218,31 @@ def _render_frame(seed: int, v: int, f: int, layout: dict[int, dict]) -> dict[st
     return {
         "image": _png(rgb),
         "color_mask": _png(MASK_RGB[labels]),
-        "watershed_mask": _png(WATERSHED_GREY[labels]),
-        "annotation_mask": _png(ANNOTATION_GREY[labels]),
+        "watershed_mask": _png(_watershed(labels, rgba=k % 10 == 3)),
+        "annotation_mask": _png(_annotation(labels)),
     }
 
 
-SUFFIX = {"image": "", "color_mask": "_color_mask", "watershed_mask": "_watershed_mask",
-          "annotation_mask": "_mask"}  # fmt: skip
-
-
-def _rows(seed: int, n_videos: int, frames_per_video: int, workers: int):
-    """Yield the dataset rows video by video; each image column is {"bytes": PNG, "path": ...}."""
+def _write_tree(root: Path, seed: int, n_videos: int, frames_per_video: int, workers: int) -> int:
+    """Write the raw tree under root, video by video (memory: one video's PNGs); returns rows."""
+    n_rows = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for v in range(n_videos):  # one video at a time: memory stays at one video's PNGs
+        for v in range(n_videos):
             rng = np.random.default_rng([seed, v, 0x5EED])
             video = f"video{REAL_VIDEOS[v] if v < len(REAL_VIDEOS) else 60 + v:02d}"
-            first = 80 * int(rng.integers(0, 40))  # first frame number of the 80-frame clip
+            # first frame of the 80-frame clip: 160..880, so all its frame numbers have 3 digits
+            first = 80 * (2 + int(rng.integers(0, 40)) % 10)
             layout = _video_layout(rng, frames_per_video)
+            clip = root / video / f"{video}_{first:05d}"
+            clip.mkdir(parents=True, exist_ok=True)
             n = frames_per_video
-            frames = pool.map(_render_frame, [seed] * n, [v] * n, range(n), [layout] * n)
-            for f, frame in enumerate(frames):
-                stem = f"{video}/{video}_{first:05d}/frame_{first + f}_endo"
-                yield {c: {"bytes": frame[c], "path": f"{stem}{SUFFIX[c]}.png"} for c in COLUMNS}
+            ks = [first + f for f in range(n)]
+            frames = pool.map(_render_frame, [seed] * n, [v] * n, range(n), ks, [layout] * n)
+            for k, frame in zip(ks, frames, strict=True):
+                for c in COLUMNS:
+                    (clip / f"frame_{k}_endo{SUFFIX[c]}.png").write_bytes(frame[c])
+                n_rows += 1
+    return n_rows
 
 
 def build_cholecseg8k(
@@ -216,54 +250,45 @@ def build_cholecseg8k(
     seed: int = 0,
     n_videos: int = 6,
     frames_per_video: int = 80,
-    fmt: str = "save_to_disk",
+    fmt: str = "raw",
 ) -> Path:
-    """Write a synthetic CholecSeg8k at out_dir, deterministic from seed; returns the path loaded.
+    """Write a synthetic CholecSeg8k at out_dir, deterministic from seed; returns the path to load.
 
-    fmt "save_to_disk": a `Dataset.save_to_disk` folder. As with a real copy saved that way, the
-    image paths keep only their file names (datasets embeds the bytes and drops the folders), so the
-    loader recovers clips as row // 80: the default 80 frames per video make clips and videos agree.
-    fmt "parquet": `<out_dir>/data/train-00000-of-00001.parquet`, which keeps the full
-    `videoNN/videoNN_XXXXX/frame_K_endo.png` paths, so the loader reads videos from them.
+    fmt "raw": the raw tree (`out_dir/videoNN/...`), returns out_dir.
+    fmt "save_to_disk": a `Dataset.save_to_disk` folder of the same rows. As with a real copy saved
+    that way, the image paths keep only their file names (datasets embeds the bytes and drops the
+    folders), so the loader recovers clips as row // 80: with the default 80 frames per video,
+    clips and videos agree.
+    fmt "parquet": `<out_dir>/data/train-00000-of-00001.parquet`, which keeps the relative
+    `videoNN/videoNN_SSSSS/frame_K_endo.png` paths, so the loader reads videos from them.
     """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown synthetic format {fmt!r}: use one of {', '.join(FORMATS)}")
+    out_dir = Path(out_dir)
+    workers = min(4, os.cpu_count() or 1)
+    if fmt == "raw":
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _write_tree(out_dir, seed, n_videos, frames_per_video, workers)
+        return out_dir
     import datasets
 
-    out_dir = Path(out_dir)
-    features = datasets.Features({col: datasets.Image() for col in COLUMNS})
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # quiet at collection time; the CLI reports its own time
     try:
-        return _build(out_dir, features, seed, n_videos, frames_per_video, fmt)
-    finally:
-        if bars:
-            datasets.enable_progress_bars()
-
-
-def _build(out_dir, features, seed, n_videos, frames_per_video, fmt) -> Path:
-    import datasets
-
-    with tempfile.TemporaryDirectory(prefix="cholecseg8k-build-") as scratch:
-        ds = datasets.Dataset.from_generator(
-            _rows,
-            features=features,
-            cache_dir=scratch,
-            gen_kwargs={
-                "seed": seed,
-                "n_videos": n_videos,
-                "frames_per_video": frames_per_video,
-                "workers": min(4, os.cpu_count() or 1),
-            },
-            split=datasets.Split.TRAIN,
-        )
-        if fmt == "save_to_disk":
-            ds.save_to_disk(str(out_dir), num_shards=1)
-            return out_dir
-        if fmt == "parquet":
+        with tempfile.TemporaryDirectory(prefix="cholecseg8k-build-") as scratch:
+            tree = Path(scratch) / "tree"
+            _write_tree(tree, seed, n_videos, frames_per_video, workers)
+            ds = raw_to_dataset(tree, cache_dir=Path(scratch) / "hf")
+            if fmt == "save_to_disk":
+                ds.save_to_disk(str(out_dir), num_shards=1)
+                return out_dir
             path = out_dir / "data" / "train-00000-of-00001.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             ds.to_parquet(str(path))
             return path
-    raise ValueError(f"unknown synthetic format {fmt!r}: use save_to_disk or parquet")
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
 
 
 def ensure_cholecseg8k(cache_dir: Path, seed: int = 0) -> Path:
@@ -280,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-videos", type=int, default=6)
     ap.add_argument("--frames-per-video", type=int, default=80)
-    ap.add_argument("--format", default="save_to_disk", choices=["save_to_disk", "parquet"])
+    ap.add_argument("--format", default="raw", choices=FORMATS)
     args = ap.parse_args(argv)
     if args.out.exists() and any(args.out.iterdir()):
         ap.error(f"{args.out} exists and is not empty")
