@@ -246,6 +246,7 @@ _BUILTIN: tuple[ModelSpec, ...] = (
     _api("gemini-2.0-flash", "google"),
     _gpu("qwen25-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct"),
     _gpu("llava-onevision-7b", "llava-hf/llava-onevision-qwen2-7b-si-hf"),
+    _gpu("llava-onevision-7b-ov-chat", "llava-hf/llava-onevision-qwen2-7b-ov-chat-hf"),  # PGT src
     _gpu("llama32-vision-11b", "meta-llama/Llama-3.2-11B-Vision-Instruct", max_num_seqs=100),
 )
 # registered name -> spec: the suite's own models (plugins' models: plugin_models())

@@ -72,3 +72,41 @@ def majority_vote(predictions: Sequence[str | None]) -> Vote:
     top = max(votes.values())
     winners = [label for label in LABELS if votes.get(label) == top]  # REAL first: ties -> real
     return Vote(winners[0], distribution)
+
+
+# ---- `--compat source`: the original's rules (Zero-shot-PGT helpers.py, commit f42b715) --------
+NULL_KEY = "null"  # None's key in a vote distribution, as json.dump writes a None key
+_AI_TERMS_SOURCE = ("ai-generated", "artificial", "fake", "generated")
+
+
+def extract_prediction_source(text: object) -> str | None:
+    """The source's `_find_label_in_text` (helpers.py:519-538): plain substring tests on the
+    lowercased, stripped answer, in this order: `real` without `ai-generated` -> real; any of
+    ai-generated / artificial / fake / generated without `real` -> ai-generated; `real` anywhere
+    (both present) -> real; else None. Substrings, so "unrealistic" reads as real and "AI" or
+    "synthetic" alone as None. Non-text answers are None (the source would raise)."""
+    if not isinstance(text, str):
+        return None
+    t = text.lower().strip()
+    if REAL in t and AI not in t:
+        return REAL
+    if any(term in t for term in _AI_TERMS_SOURCE) and REAL not in t:
+        return AI
+    if REAL in t:
+        return REAL
+    return None
+
+
+def majority_vote_source(predictions: Sequence[str | None]) -> Vote:
+    """The source's `_aggregate_predictions` (helpers.py:498-509): a Counter over the predictions
+    with None as a candidate like any label; when the two most common have equal counts the vote
+    is `real` (whatever the two are); otherwise the most common, which may be None. The
+    distribution keeps first-appearance order, None under the key "null" (as json.dump writes
+    it). No predictions at all: prediction None, empty distribution (the source writes '')."""
+    counts = Counter(predictions)
+    if not counts:
+        return Vote(None, {})
+    top = counts.most_common(2)
+    prediction = REAL if len(top) == 2 and top[0][1] == top[1][1] else top[0][0]
+    distribution = {NULL_KEY if k is None else str(k): v for k, v in counts.items()}
+    return Vote(prediction, distribution)

@@ -4,6 +4,11 @@ results/pgt/{dataset}/{model}/{phrase}/{mode}/[n=N/].
 `baseline` has no mode folder; n=1 has no `n=` folder. Each run adds `reasoning_<ts>.json`,
 `performance_<ts>.json` and `evaluation_<ts>.log` there, `<ts>` being the run id (a timestamp
 %Y%m%d_%H%M%S unless --run-id names it).
+
+Under `--compat source` the files are the source's: `reasoning_<ts>.json`,
+`performance_fixed_<ts>.json` and `confidence.json` in that folder, and the log in the same
+hierarchy under results/pgt/logs/ (the source's logs/ beside its output/, config.py
+`get_logs_dir`).
 """
 
 from __future__ import annotations
@@ -29,3 +34,14 @@ def result_dir(
     if n > 1:
         folder = folder / f"n={n}"
     return folder
+
+
+LOGS = "logs"  # --compat source: the log tree's folder under results_dir/pgt
+
+
+def log_dir(
+    results_dir: Path, dataset: str, model: str, phrase: str, mode: str | None, n: int
+) -> Path:
+    """`--compat source`: the combination's log folder, results_dir/pgt/logs/{dataset}/..."""
+    combination = result_dir(results_dir, dataset, model, phrase, mode, n)
+    return Path(results_dir) / "pgt" / LOGS / combination.relative_to(Path(results_dir) / "pgt")

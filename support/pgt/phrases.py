@@ -14,12 +14,28 @@ from dataclasses import dataclass
 
 QUESTION = "Is this image real or AI-generated?"
 BASELINE = "baseline"
-# name -> phrase text; `--pgt-phrase NAME=TEXT` adds more for a run
+# name -> phrase text: the source's 16 phrases, verbatim (Zero-shot-PGT config.py:142-159);
+# `--pgt-phrase NAME=TEXT` adds more for a run
 PHRASES: dict[str, str] = {
     BASELINE: "",
     "cot": "Let's think step by step",
+    "artifacts": "Let's examine the synthesis artifacts",
+    "style": "Let's examine the style",
+    "o2": "Let's observe the style and the synthesis artifacts",
     "s2": "Let's examine the style and the synthesis artifacts",
+    "s3": "Let's scrutinize the style and the synthesis artifacts",
+    "s4": "Let's analyze the style and the synthesis artifacts",
+    "s5": "Let's inspect the style and the synthesis artifacts",
+    "s6": "Let's survey the style and the synthesis artifacts",
+    "s7": "Let's examine the synthesis artifacts and the style",
+    "details": "Let's examine the details",
+    "flaws": "Let's examine the flaws",
+    "pixel": "Let's examine pixel by pixel",
+    "zoom": "Let's zoom in",
+    "texture": "Let's examine the textures",
 }
+# what a run evaluates without --pgt-phrase: the three methods of the write-up's figures
+DEFAULT_PHRASES: tuple[str, ...] = (BASELINE, "cot", "s2")
 MODES: tuple[str, ...] = (
     "prefill",
     "prefill-pseudo-system",
@@ -42,6 +58,16 @@ def instruction_version(phrase: str) -> str:
     return text.rstrip(" .!?") + "."
 
 
+def instruction_version_source(phrase: str) -> str:
+    """`--compat source`: every "Let's" (exact case, straight quote) becomes "Please", and a full
+    stop is added unless the text ends with one (config.py `get_phrase_instruction_version`).
+    The same as `instruction_version` for the 16 registered phrases."""
+    if not phrase:
+        return ""
+    text = phrase.replace("Let's", "Please")
+    return text if text.endswith(".") else text + "."
+
+
 @dataclass(frozen=True)
 class Prompt:
     """Where a phrase went: the system message (or None), the user text, the assistant prefill."""
@@ -51,18 +77,20 @@ class Prompt:
     prefill: str | None
 
 
-def build_prompt(phrase: str, mode: str, question: str = QUESTION) -> Prompt:
-    """The source's `_build_single_prompt` routing for one phrase text and mode."""
+def build_prompt(phrase: str, mode: str, question: str = QUESTION, source: bool = False) -> Prompt:
+    """The source's `_build_single_prompt` routing for one phrase text and mode (`source`: the
+    source's instruction version, see `instruction_version_source`)."""
     if mode not in MODES:
         raise ValueError(f"unknown phrase mode {mode!r}; known: {', '.join(MODES)}")
     start_with = f'Please start your response with "{phrase}"'
+    instruct = instruction_version_source if source else instruction_version
     if mode == "prompt":
-        instruction = instruction_version(phrase)
+        instruction = instruct(phrase)
         return Prompt(None, question + (" " + instruction if instruction else ""), None)
     if mode == "prefill-pseudo-user":
         return Prompt(None, question + (" " + start_with if phrase else ""), None)
     if mode == "instruct":
-        return Prompt(instruction_version(phrase) or None, question, None)
+        return Prompt(instruct(phrase) or None, question, None)
     if mode == "prefill-pseudo-system":
         return Prompt(start_with if phrase else None, question, None)
     return Prompt(None, question, phrase or None)  # prefill: appended after the chat template

@@ -32,6 +32,7 @@ from support.pgt.plot_style import (
 )
 
 PERFORMANCE_PREFIX = "performance_"
+CONFIDENCE_FILE = "confidence.json"  # a combination folder's interval file (--compat source)
 REASONING_PREFIX = "reasoning_"
 COLUMNS = [
     *("dataset", "model", "phrase", "mode", "n", "method", "run", "total_examples"),
@@ -123,12 +124,25 @@ def performance_row(path: Path) -> dict:
     intervals = doc["metrics"].get("confidence_intervals") or {}
     if not isinstance(intervals, dict):
         raise ResultsFormatError(f"{path}: 'metrics.confidence_intervals' must be an object")
+    if "macro_f1" not in intervals:  # the source's files: the interval is in confidence.json
+        intervals = {**intervals, "macro_f1": confidence_interval(Path(path).parent)}
     for metric in ("accuracy", "macro_f1"):
         row[metric] = number(f"metrics.{metric}")
         key = f"metrics.confidence_intervals.{metric}"
         row[f"{metric}_lo"], row[f"{metric}_hi"] = _interval(intervals.get(metric), key, path)
     row["per_generator_recall"] = _recalls(doc["metrics"].get("per_generator_recall") or {}, path)
     return row
+
+
+def confidence_interval(folder: Path) -> list | None:
+    """The macro-F1 interval of a folder's confidence.json (the source's
+    results/compute_confidence_intervals.py: {"macro_f1": {"ci_95": [lo, hi], ...}}), or None
+    when the folder has none."""
+    path = Path(folder) / CONFIDENCE_FILE
+    if not path.is_file():
+        return None
+    doc = read_json(path)
+    return _get(doc, "macro_f1.ci_95", path)  # type: ignore[return-value]
 
 
 def none_for_missing(column: pd.Series) -> pd.Series:

@@ -45,10 +45,13 @@ def make_all(
     models: Sequence[str] | None = None,
     method: str | None = None,
     run: str | None = None,
+    reasoning_run: str | None = None,
 ) -> list[Path]:
     """Every figure from one results root into out_dir (default root/figures); the paths written.
     `models` and `method` select what the recall radar draws; `run` draws one run's files only
-    (default: the newest file of each folder)."""
+    (performance_<run>.json; default: the newest file of each folder); `reasoning_run` the
+    reasoning files' run for the vocabulary figure when it differs (`--compat source` writes
+    performance_fixed_<ts>.json beside reasoning_<ts>.json)."""
     root = Path(root)
     out_dir = Path(out_dir) if out_dir is not None else root / "figures"
     df = load_performance(root, run=run)
@@ -59,7 +62,7 @@ def make_all(
         written.append(write_confidence(df, out_dir / "confidence.json"))
     written += plot_macro_f1_bars(df, out_dir)
     written += plot_recall_radar(df, out_dir, models=models, method=method)
-    written += plot_vocab_lr(root, out_dir, run=run)
+    written += plot_vocab_lr(root, out_dir, run=reasoning_run or run)
     return written
 
 

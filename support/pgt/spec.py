@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from support.evaluation import EvaluationSpec, Option, OptionError
-from support.pgt.dataset import DATASETS, DatasetError, resolve_csv
+from support.pgt.dataset import (
+    DATASETS,
+    DatasetError,
+    ImagePaths,
+    parse_image_roots,
+    parse_path_map,
+    resolve_csv,
+)
 from support.pgt.layout import result_dir
-from support.pgt.phrases import BASELINE, MODES, PHRASES, parse_phrase_specs
+from support.pgt.phrases import BASELINE, DEFAULT_PHRASES, MODES, PHRASES, parse_phrase_specs
 from support.settings import RunSettings
 
 SYNTHETIC = "synthetic"  # the dataset name of the default sample
@@ -25,15 +32,21 @@ SYNTHETIC = "synthetic"  # the dataset name of the default sample
 Kept = Mapping[str, tuple[tuple[str, frozenset[str]], ...]]
 
 
+def default_phrases() -> dict[str, str]:
+    return {name: PHRASES[name] for name in DEFAULT_PHRASES}
+
+
 @dataclass(frozen=True)
 class PgtSettings:
     dataset: str = SYNTHETIC  # the dataset's name (its folder under results/pgt)
     csv: Path | None = None  # None: the synthetic sample, built on first use
-    phrases: Mapping[str, str] = field(default_factory=lambda: dict(PHRASES))
+    phrases: Mapping[str, str] = field(default_factory=default_phrases)
     modes: tuple[str, ...] = MODES
     ns: tuple[int, ...] = (1,)
     debug: bool = False
     kept: Kept = field(default_factory=dict)
+    paths: ImagePaths = field(default_factory=ImagePaths)  # image roots, prefix rewrites
+    source: bool = False  # --compat source: the original script's rules (see task/summary)
 
     def methods(self) -> list[tuple[str, str | None]]:
         """(phrase, mode) pairs: baseline ignores the mode (one method, mode None)."""
@@ -60,6 +73,14 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
             raise ValueError
     except ValueError:
         raise OptionError("--pgt-n", "takes positive integers, e.g. 1,5") from None
+    try:
+        roots = parse_image_roots(values.get("pgt_image_root") or [])
+    except ValueError as exc:
+        raise OptionError("--pgt-image-root", str(exc)) from None
+    try:
+        path_map = parse_path_map(values.get("pgt_path_map") or [])
+    except ValueError as exc:
+        raise OptionError("--pgt-path-map", str(exc)) from None
     name, csv = SYNTHETIC, None
     if values.get("pgt_dataset"):
         try:
@@ -69,10 +90,12 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
     settings = PgtSettings(
         dataset=name,
         csv=csv,
-        phrases=phrases or dict(PHRASES),
+        phrases=phrases or default_phrases(),
         modes=tuple(dict.fromkeys(modes)) or MODES,
         ns=tuple(dict.fromkeys(ns)),
         debug=bool(values.get("pgt_debug")),
+        paths=ImagePaths(roots, path_map),
+        source=run.compat == "source",
     )
     if run.override:
         return settings
@@ -82,15 +105,21 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         for phrase, mode in settings.methods()
         for n in settings.ns
     }
-    kept = {str(f): found for f in sorted(folders) if (found := kept_results(f))}
+    kept = {str(f): found for f in sorted(folders) if (found := kept_results(f, settings.source))}
     return PgtSettings(**{**settings.__dict__, "kept": kept})
 
 
-def kept_results(folder: Path) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The reasoning files of a combination folder and the images each holds without error;
-    unreadable files are not kept results."""
+def kept_results(folder: Path, source: bool = False) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The reasoning files of a combination folder written under this profile (a run's
+    `reasoning_<ts>.json` sits beside `performance_<ts>.json` under writeup and
+    `performance_fixed_<ts>.json` under source, so one profile never skips the other's work) and
+    the images each holds without error; unreadable files are not kept results."""
     found = []
+    performance = "performance_fixed_{}.json" if source else "performance_{}.json"
     for path in sorted(folder.glob("reasoning_*.json")) if folder.is_dir() else []:
+        stamp = path.stem.removeprefix("reasoning_")
+        if not (folder / performance.format(stamp)).is_file():
+            continue
         try:
             entries = json.loads(path.read_text(encoding="utf-8"))
             done = frozenset(str(e["image"]) for e in entries if not e.get("error"))
@@ -112,13 +141,32 @@ SPEC = EvaluationSpec(
             help=f"a registered dataset ({', '.join(DATASETS)}, read from --pgt-root) or a CSV "
             "path; default: the synthetic sample",
         ),
-        Option("--pgt-root", metavar="DIR", help="folder of the datasets' CSVs"),
+        Option(
+            "--pgt-root",
+            metavar="DIR",
+            help="the source's data/ folder (df40/, d3/, genimage/ with their CSVs)",
+        ),
+        Option(
+            "--pgt-image-root",
+            action="append",
+            metavar="NAME=DIR[,NAME=DIR]",
+            help="image folders the df40/genimage CSVs' img_path is relative to, e.g. "
+            "df40=/data/DF40,genimage=/data/genimage (a bare DIR: every dataset); repeatable",
+        ),
+        Option(
+            "--pgt-path-map",
+            action="append",
+            metavar="OLD=NEW",
+            help="rewrite an absolute image path prefix, e.g. "
+            "/data3/zkachwal/ELSA_D3=/data/d3 (the d3 CSVs' paths); repeatable",
+        ),
         Option(
             "--pgt-phrase",
             action="append",
             metavar="NAME[=TEXT]",
-            help="phrases to evaluate: known names (baseline, cot, s2; comma separated) or "
-            "NAME=TEXT to add one, repeatable (default: every known phrase)",
+            help=f"phrases to evaluate: known names ({', '.join(PHRASES)}; comma separated) or "
+            "NAME=TEXT to add one, repeatable (default: "
+            f"{', '.join(DEFAULT_PHRASES)})",
         ),
         Option(
             "--pgt-mode",

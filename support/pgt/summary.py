@@ -5,6 +5,10 @@ class: accuracy, macro F1, per-class precision / recall / F1, the confusion matr
 also the accuracy of the individual responses; and the recall per generator. An unparsable vote
 (no response named a label) counts as the wrong label; backend errors are excluded and counted.
 Intervals: 95% bootstrap over images (percentile, support.metrics.cluster_bootstrap).
+
+`--compat source` (the cases carry `params["compat"] == "source"`): precision, recall and F1 are 0
+where undefined, recall per generator counts AI images only and drops None votes, and each
+combination gets the source's files (support.pgt.source_metrics).
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from support.metrics import (
     summarize_groups,
 )
 from support.outputs import atomic_write_text, markdown_table, with_intervals, write_csv
+from support.pgt import source_metrics as sm
 from support.pgt.answers import AI, REAL
-from support.pgt.layout import result_dir
+from support.pgt.layout import log_dir, result_dir
 from support.pgt.phrases import MODES
 from support.settings import RunSettings
 from support.types import Outcome
@@ -87,6 +92,30 @@ def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def reduce_counts_source(s: np.ndarray) -> dict[str, np.ndarray]:
+    """reduce_counts with the source's rules: precision, recall, F1 are 0 where undefined."""
+    tp, fp, fn, tn, ind_ok, ind_n, unp = (s[..., i] for i in range(len(COUNT_FIELDS)))
+    cm = sm.class_metrics(tp, fp, fn, tn)
+    n = tp + fp + fn + tn
+    return {
+        "accuracy": safe_ratio(tp + tn, n),
+        "macro_f1": (cm[REAL]["f1"] + cm[AI]["f1"]) / 2,
+        "precision_real": cm[REAL]["precision"],
+        "recall_real": cm[REAL]["recall"],
+        "f1_real": cm[REAL]["f1"],
+        "precision_ai": cm[AI]["precision"],
+        "recall_ai": cm[AI]["recall"],
+        "f1_ai": cm[AI]["f1"],
+        "individual_accuracy": safe_ratio(ind_ok, ind_n),
+        "unparsable_rate": safe_ratio(unp, n),
+    }
+
+
+def is_source(outcomes: Iterable[Outcome]) -> bool:
+    """Whether the outcomes come from a `--compat source` run."""
+    return any(o.params.get("compat") == "source" for o in outcomes)
+
+
 def _frame(outcomes: list[Outcome]) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -118,8 +147,9 @@ def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -
         g = o.group
         return [(o.model, g["dataset"], g["phrase"], g["mode"], int(g["n"]))]
 
+    reduce = reduce_counts_source if is_source(outcomes) else reduce_counts
     rows = []
-    for g in summarize_groups(outcomes, keys, case_counts, reduce_counts, n_resamples, seed, LEVEL):
+    for g in summarize_groups(outcomes, keys, case_counts, reduce, n_resamples, seed, LEVEL):
         row = g.row(COMBINATION, METRICS)
         if g.n:
             total = g.totals.astype(int).tolist()
@@ -148,7 +178,10 @@ def generator_recall(
     outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, dict[str, Any]]:
     """{generator: {recall, n, ci}}: the share of a generator's images labelled correctly
-    (for `real` rows, the recall of the real class); unparsable votes count as wrong."""
+    (for `real` rows, the recall of the real class); unparsable votes count as wrong.
+    Under `--compat source`: generator_recall_source."""
+    if is_source(outcomes):
+        return generator_recall_source(outcomes, n_resamples, seed)
     out: dict[str, dict[str, Any]] = {}
     scored = [o for o in outcomes if o.status != "error"]
     for generator in sorted({o.group["generator"] for o in scored}):
@@ -159,6 +192,31 @@ def generator_recall(
             counts, lambda s: {"recall": safe_ratio(s[..., 0], s[..., 1])}, n_resamples, seed
         )["recall"]
         out[generator] = {"recall": e.value, "n": len(subset), "ci": [e.low, e.high]}
+    return out
+
+
+def generator_recall_source(
+    outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """{generator: {recall, n, ci}} as the source's radar: AI images only, TP / (TP + FN) with
+    a None vote in neither (0.0 when both are 0), `real` and `unknown` left out; n = TP + FN.
+    The interval (not in the source) is the usual bootstrap over images."""
+    out: dict[str, dict[str, Any]] = {}
+    scored = [o for o in outcomes if o.status != "error" and o.params["label"] == AI]
+    counts = sm.generator_counts([(o.group["generator"], AI, o.scores["y_pred"]) for o in scored])
+    for generator, c in sorted(counts.items()):
+        subset = [o for o in scored if o.group["generator"] == generator]
+        rows = [[int(o.scores["y_pred"] == AI), int(o.scores["y_pred"] in (AI, REAL))]
+                for o in subset]  # fmt: skip
+        _, by_cluster = counts_by_cluster([o.cluster for o in subset], rows)
+        e = cluster_bootstrap(
+            by_cluster,
+            lambda s: {"recall": sm.zero_ratio(s[..., 0], s[..., 1])},
+            n_resamples,
+            seed,
+        )["recall"]
+        tp, fn = c["TP"], c["FN"]
+        out[generator] = {"recall": sm.recall(tp, fn), "n": tp + fn, "ci": [e.low, e.high]}
     return out
 
 
@@ -238,10 +296,11 @@ def reasoning_entry(o: Outcome) -> dict[str, Any]:
     return entry
 
 
-def log_text(key: tuple, group: list[Outcome], perf: dict, files: list[Path]) -> str:
-    """evaluation_<ts>.log: what ran, what came back, the metrics, where they went."""
+def log_text(key: tuple, group: list[Outcome], perf: dict | None, files: list[Path]) -> str:
+    """evaluation_<ts>.log: what ran, what came back, the metrics (perf None: nothing scored),
+    where they went."""
     model, dataset, phrase, mode, n = key
-    m = perf["metrics"]
+    m = perf["metrics"] if perf else {"accuracy": None, "macro_f1": None, "confusion_matrix": None}
     statuses = Counter(o.status for o in group)
     sent = sum(o.backend_calls for o in group)
     cached = sum(o.cache_hits for o in group)
@@ -265,6 +324,7 @@ def write_outputs(
     """Per combination, the source's reasoning/performance/log files in its folder hierarchy;
     in the run folder, generator_recall.csv, report.md and the plots."""
     ts = run.run_id
+    source = is_source(outcomes)
     written: list[Path] = []
     recall_rows = []
     summary_rows = {tuple(r[c] for c in COMBINATION): r for _, r in summary.iterrows()}
@@ -272,14 +332,17 @@ def write_outputs(
         model, dataset, phrase, mode, n = key
         folder = result_dir(run.results_dir, dataset, model, phrase, mode, int(n))
         generators = generator_recall(group, run.bootstrap, run.seed)
-        perf = performance(summary_rows[key], generators, run.bootstrap, run.seed)
-        group.sort(key=lambda o: int(o.params["row"]))
-        files = [folder / f"reasoning_{ts}.json", folder / f"performance_{ts}.json"]
-        _write_json(files[0], [reasoning_entry(o) for o in group])
-        _write_json(files[1], perf)
-        log = folder / f"evaluation_{ts}.log"
-        atomic_write_text(log, log_text(key, group, perf, files))
-        written += [*files, log]
+        if source:
+            written += write_source_files(key, group, run)
+        else:
+            perf = performance(summary_rows[key], generators, run.bootstrap, run.seed)
+            group.sort(key=lambda o: int(o.params["row"]))
+            files = [folder / f"reasoning_{ts}.json", folder / f"performance_{ts}.json"]
+            _write_json(files[0], [reasoning_entry(o) for o in group])
+            _write_json(files[1], perf)
+            log = folder / f"evaluation_{ts}.log"
+            atomic_write_text(log, log_text(key, group, perf, files))
+            written += [*files, log]
         recall_rows += [
             dict(zip(COMBINATION, key, strict=True))
             | {
@@ -300,10 +363,81 @@ def write_outputs(
     # the HTML report); a figure the data cannot make is skipped, its reason logged
     from support.pgt.plots import PlotSkipped, make_all
 
+    performance_run = f"{sm.PERFORMANCE_FIXED_RUN_PREFIX}{ts}" if source else ts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PlotSkipped)
-        in_run += make_all(run.results_dir / "pgt", out_dir / "figures", run=ts)
+        in_run += make_all(
+            run.results_dir / "pgt", out_dir / "figures", run=performance_run, reasoning_run=ts
+        )
     return in_run + written  # the run folder's files first: the terminal lists the first few
+
+
+def reasoning_entry_source(o: Outcome) -> dict[str, Any]:
+    """One image's entry of the source's reasoning file: exactly its keys (helpers.py
+    `evaluate_two_stage`); the vote distribution keeps None as "null"."""
+    prediction = (o.prediction or {}).get("aggregated_prediction")
+    return {
+        "image": o.params["image"],
+        "question": o.extra.get("question"),
+        "full_prompt": o.extra.get("full_prompt"),
+        "ground_truth": o.params["label"],
+        "responses": list(o.extra.get("responses", [])),
+        "aggregated_prediction": prediction,
+        "aggregated_score": int(prediction == o.params["label"]),
+        "vote_distribution": (o.prediction or {}).get("vote_distribution", {}),
+    }
+
+
+def write_source_files(key: tuple, group: list[Outcome], run: RunSettings) -> list[Path]:
+    """`--compat source`: a combination's reasoning_<ts>.json, performance_fixed_<ts>.json and
+    confidence.json in its folder, images in the source's order, and its log under
+    results/pgt/logs/. Backend errors (the source has none: it stops) are left out of the files
+    and named in the log; nothing is written when no image was scored."""
+    model, dataset, phrase, mode, n = key
+    n = int(n)
+    ts = run.run_id
+    folder = result_dir(run.results_dir, dataset, model, phrase, mode, n)
+    group.sort(key=lambda o: int(o.params.get("order", o.params["row"])))
+    scored = [o for o in group if o.status != "error"]
+    logs = log_dir(run.results_dir, dataset, model, phrase, mode, n) / f"evaluation_{ts}.log"
+    if not scored:
+        atomic_write_text(logs, log_text(key, group, None, []))
+        return [logs]
+    entries = [reasoning_entry_source(o) for o in scored]
+    y_true = [e["ground_truth"] for e in entries]
+    y_pred = [e["aggregated_prediction"] for e in entries]
+    individual = [
+        (r.get("extracted_prediction"), e["ground_truth"]) for e in entries for r in e["responses"]
+    ]
+    source_mode = mode or sm.DEFAULT_MODE  # the source records baseline's --mode (default)
+    perf = {
+        "model": model,
+        "dataset": dataset,
+        "phrase": phrase,
+        "mode": source_mode,
+        "n_responses": n,
+        "metrics": sm.performance_metrics(y_true, y_pred, individual),
+    }
+    confidence = {
+        "macro_f1": sm.bootstrap_macro_f1(y_true, y_pred),
+        "metadata": {
+            "dataset": dataset,
+            "model": model,
+            "phrase": phrase,
+            "mode": source_mode,
+            "n_responses": n,
+            "n_examples": len(y_pred),
+        },
+    }
+    files = [
+        folder / f"reasoning_{ts}.json",
+        folder / f"{sm.PERFORMANCE_FIXED_PREFIX}{ts}.json",
+        folder / sm.CONFIDENCE_FILE,
+    ]
+    for path, obj in zip(files, (entries, perf, confidence), strict=True):
+        atomic_write_text(path, json.dumps(obj, indent=2))  # as json.dump(obj, f, indent=2)
+    atomic_write_text(logs, log_text(key, group, perf, files))
+    return [*files, logs]
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -6,6 +6,11 @@ cases: stage 1 asks the question (with the phrase) and samples n reasonings in o
 (temperature 0 for n=1, 1.0 for n>1); stage 2 continues each reasoning after
 "Final Answer (real/ai-generated):" at temperature 0; the extracted labels are majority-voted
 (ties go to `real`).
+
+`--compat source` (PgtSettings.source) follows the original script (Zero-shot-PGT f42b715,
+helpers.py): images in its shuffled order (random.seed(0), shuffle), stage 2 = the stage-1 prompt +
+reasoning + " Final Answer (real/ai-generated):" with 512 tokens, the source's substring label
+rules and its vote (None is a candidate), stage-1 samples seeded with 0.
 """
 
 from __future__ import annotations
@@ -22,8 +27,14 @@ from PIL import Image, ImageDraw
 
 from support.evaluation import Evaluation, linspace_subset
 from support.memo import OnceCache
-from support.pgt.answers import LABELS, extract_prediction, majority_vote
-from support.pgt.dataset import PgtDataset, load_csv
+from support.pgt.answers import (
+    LABELS,
+    extract_prediction,
+    extract_prediction_source,
+    majority_vote,
+    majority_vote_source,
+)
+from support.pgt.dataset import PgtDataset, load_csv, source_order
 from support.pgt.layout import result_dir
 from support.pgt.phrases import QUESTION, Prompt, build_prompt
 from support.pgt.spec import PgtSettings
@@ -32,9 +43,13 @@ from support.settings import RunSettings
 from support.synthetic.pgt_images import ensure_pgt_sample
 from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
 
-FINAL_ANSWER_CUE = "\n\nFinal Answer (real/ai-generated):"  # stage 2 continues after it
+ANSWER_PHRASE = "Final Answer (real/ai-generated):"  # config.py:166
+FINAL_ANSWER_CUE = "\n\n" + ANSWER_PHRASE  # stage 2 continues after it
+FINAL_ANSWER_CUE_SOURCE = " " + ANSWER_PHRASE  # --compat source: helpers.py:432
 STAGE1_MAX_TOKENS = 512  # reasoning
 STAGE2_MAX_TOKENS = 16  # the label
+STAGE2_MAX_TOKENS_SOURCE = 512  # the source's stage 2 calls its stage-1 generator with n=1
+SOURCE_SEED = 0  # the source's vLLM engine seed (helpers.py, LLM(seed=0)): n>1 requests' seed
 DEBUG_EXAMPLES = 5  # --pgt-debug, as the source's --debug
 
 
@@ -93,9 +108,12 @@ class PgtEvaluation(Evaluation):
         self.dataset = dataset
         self.settings = settings
         self.phrases = settings.phrases
-        self.examples = [dataset.examples[i] for i in positions]
+        self.examples = [dataset.examples[i] for i in positions]  # in evaluation order
         self.by_row = {e.row: e for e in self.examples}
-        self.quick_rows = set(linspace_subset([e.row for e in self.examples], self.quick_samples))
+        # the quick subset is spread over CSV rows, so both profiles take the same images
+        self.quick_rows = set(
+            linspace_subset(sorted(e.row for e in self.examples), self.quick_samples)
+        )
         self.run = run
         self._images: OnceCache[int, Part] = OnceCache(512)
 
@@ -103,16 +121,19 @@ class PgtEvaluation(Evaluation):
     @classmethod
     def load(cls, run: RunSettings, settings: PgtSettings) -> PgtEvaluation:
         csv = settings.csv if settings.csv is not None else ensure_pgt_sample(run.cache_dir)
-        dataset = load_csv(csv, settings.dataset)
-        if settings.debug:
-            positions = list(range(min(DEBUG_EXAMPLES, len(dataset.examples))))
-        else:
-            positions = linspace_subset(list(range(len(dataset.examples))), run.samples)
+        dataset = load_csv(csv, settings.dataset, paths=settings.paths)
+        n = len(dataset.examples)
+        order = source_order(n) if settings.source else list(range(n))
+        if settings.debug:  # the first 5 in evaluation order, as the source's examples[:5]
+            positions = order[:DEBUG_EXAMPLES]
+        else:  # --samples: spread over CSV rows, kept in evaluation order
+            chosen = set(linspace_subset(list(range(n)), run.samples))
+            positions = [i for i in order if i in chosen]
         return cls(dataset, settings, positions, run)
 
     def cases(self) -> list[Case]:
         out = []
-        for ex in self.examples:
+        for position, ex in enumerate(self.examples):
             for phrase, mode in self.settings.methods():
                 for n in self.settings.ns:
                     method = phrase if mode is None else f"{phrase}-{mode}"
@@ -125,6 +146,8 @@ class PgtEvaluation(Evaluation):
                         "label": ex.label,
                         "generator": ex.generator,
                     }
+                    if self.settings.source:  # the summary reads the profile from the outcomes
+                        params |= {"compat": "source", "order": position}
                     group = {
                         "dataset": self.dataset.name,
                         "phrase": phrase,
@@ -171,7 +194,8 @@ class PgtEvaluation(Evaluation):
         return self._images.get(row, lambda r: Part.of_image(self.by_row[r].image.read_bytes()))
 
     def prompt(self, case: Case) -> Prompt:
-        return build_prompt(self.phrases[case.params["phrase"]], case.params["mode"] or "prefill")
+        phrase, mode = self.phrases[case.params["phrase"]], case.params["mode"] or "prefill"
+        return build_prompt(phrase, mode, source=self.settings.source)
 
     def stage1_request(self, case: Case) -> Request:
         n, label = case.params["n"], case.params["label"]
@@ -183,20 +207,21 @@ class PgtEvaluation(Evaluation):
             temperature=0.0 if n == 1 else 1.0,
             max_tokens=STAGE1_MAX_TOKENS,
             n=n,
-            seed=self.run.seed if n > 1 else None,
+            seed=None if n == 1 else SOURCE_SEED if self.settings.source else self.run.seed,
             target=oracle_reasoning(label),
             answer_space=ReasoningSpace(),
         )
 
-    @staticmethod
-    def stage2_request(stage1: Request, reasoning: str, label: str) -> Request:
+    def stage2_request(self, stage1: Request, reasoning: str, label: str) -> Request:
         """Continue the stage-1 prompt and this reasoning with the final-answer cue."""
+        source = self.settings.source
+        cue = FINAL_ANSWER_CUE_SOURCE if source else FINAL_ANSWER_CUE
         return Request(
             parts=stage1.parts,
             system=stage1.system,
-            prefill=(stage1.prefill or "") + reasoning + FINAL_ANSWER_CUE,
+            prefill=(stage1.prefill or "") + reasoning + cue,
             temperature=0.0,
-            max_tokens=STAGE2_MAX_TOKENS,
+            max_tokens=STAGE2_MAX_TOKENS_SOURCE if source else STAGE2_MAX_TOKENS,
             target=" " + label,
             answer_space=LabelSpace(),
         )
@@ -215,9 +240,11 @@ class PgtEvaluation(Evaluation):
         self, case: Case, stage1: Request, first: Response, answers: list[Response]
     ) -> Verdict:
         label = case.params["label"]
+        extract = extract_prediction_source if self.settings.source else extract_prediction
+        vote_of = majority_vote_source if self.settings.source else majority_vote
         responses = []
         for reasoning, answer in zip(first.texts, answers, strict=True):
-            predicted = extract_prediction(answer.text)
+            predicted = extract(answer.text)
             responses.append(
                 {
                     "reasoning_response": reasoning,
@@ -226,7 +253,7 @@ class PgtEvaluation(Evaluation):
                     "score": int(predicted == label),
                 }
             )
-        vote = majority_vote([r["extracted_prediction"] for r in responses])
+        vote = vote_of([r["extracted_prediction"] for r in responses])
         if vote.prediction is None:
             status = "unparsable"
         else:
