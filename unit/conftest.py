@@ -14,14 +14,40 @@ pytest_plugins = ["pytester"]
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder for the session's synthetic datasets, shared by the xdist workers of one
+    run (their base folders have one parent). Builds go through support.outputs.build_once (a
+    file lock, then a rename), so each dataset is built once per run, not once per test."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / "shared-cache"
+
+
+@pytest.fixture(scope="session")
+def synthetic_cholecseg8k(shared_cache: Path) -> Path:
+    """The default synthetic CholecSeg8k (a raw tree), built once per run."""
+    from support.synthetic.cholecseg8k import ensure_cholecseg8k
+
+    return ensure_cholecseg8k(shared_cache)
+
+
 @pytest.fixture
-def run_suite(pytester: pytest.Pytester, tmp_path: Path):
+def run_suite(pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path):
     """run_suite(evaluation, *args, run_id="r1", cache="cache") -> (RunResult, results folder):
     the real `pytest evals/<evaluation>` in a subprocess, with this test's own cache (a folder
-    name under tmp_path) and results folder, a fixed run id and 200 bootstrap resamples."""
+    name under tmp_path) and results folder, a fixed run id and 200 bootstrap resamples. The
+    cache's `synthetic/` links to the session's shared one: the default datasets are content a
+    test never changes, and building them is most of a fresh run's time."""
 
     def _run(evaluation: str, *args: str, run_id: str = "r1", cache: str = "cache"):
         results = tmp_path / "results"
+        link = tmp_path / cache / "synthetic"
+        if not link.exists():
+            (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
         argv = [
             str(REPO / "evals" / evaluation),
             f"--rootdir={REPO}",

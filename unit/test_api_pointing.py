@@ -65,10 +65,8 @@ registry.PROVIDERS["scripted"] = _make
 
 
 @pytest.fixture(scope="module")
-def cholecseg8k(tmp_path_factory) -> Path:
-    from support.synthetic.cholecseg8k import ensure_cholecseg8k
-
-    return ensure_cholecseg8k(tmp_path_factory.mktemp("data"))
+def cholecseg8k(synthetic_cholecseg8k) -> Path:
+    return synthetic_cholecseg8k
 
 
 def argv(model: str, cholecseg8k: Path, tmp: Path, *extra: str) -> list[str]:

@@ -27,10 +27,8 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cholecseg8k(tmp_path_factory) -> Path:
-    from support.synthetic.cholecseg8k import ensure_cholecseg8k
-
-    return ensure_cholecseg8k(tmp_path_factory.mktemp("data"))
+def cholecseg8k(synthetic_cholecseg8k) -> Path:
+    return synthetic_cholecseg8k
 
 
 def test_pointing_quick_runs_on_the_tiny_model(tiny_model, cholecseg8k, tmp_path):

@@ -18,10 +18,8 @@ METRICS = ["accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_
 
 
 @pytest.fixture(scope="session")
-def cholecseg8k(tmp_path_factory) -> Path:
-    from support.synthetic.cholecseg8k import ensure_cholecseg8k
-
-    return ensure_cholecseg8k(tmp_path_factory.mktemp("data"))
+def cholecseg8k(synthetic_cholecseg8k) -> Path:
+    return synthetic_cholecseg8k
 
 
 @pytest.fixture

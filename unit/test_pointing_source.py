@@ -45,7 +45,6 @@ from support.pointing.spec import PointingSettings, configure
 from support.pointing.summary import source_metrics, source_records, summarize
 from support.pointing.task import PointingEvaluation, source_temperature
 from support.settings import RunSettings
-from support.synthetic.cholecseg8k import ensure_cholecseg8k
 from support.types import Outcome, Part
 
 W, H = 854, 480  # the original's canvas in the main script: the frame size (CholecSeg8k)
@@ -329,8 +328,8 @@ def test_prepared_option_must_be_a_folder(tmp_path: Path) -> None:
 
 # ---- the evaluation on data ----------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return ensure_cholecseg8k(tmp_path_factory.mktemp("data"))
+def data(synthetic_cholecseg8k: Path) -> Path:
+    return synthetic_cholecseg8k
 
 
 @pytest.fixture(scope="session")
@@ -414,18 +413,27 @@ def test_prepared_folder_reads_as_it_is(data_info: Path, data: Path, tmp_path: P
 
 def test_truth_is_one_pixel_from_the_labels(data_info: Path, data: Path, tmp_path: Path) -> None:
     # the truth is labels_to_presence_vector(min_pixels=1) (datasets/cholecseg8k.py), never the
-    # folder's 50-px matrix: zero it and the cases do not change
+    # folder's 50-px matrix
+    for compat in ("writeup", "source"):
+        ev = _load(data, data_info, compat, tmp_path)
+        for c in ev.cases()[:36]:
+            want = ev.ds.presence(c.params["row"], 1)[ORGAN_IDS.index(c.params["organ"])]
+            assert c.params["present"] == want
+
+
+def test_rows_numbered_otherwise_than_the_folder_stop_the_run(
+    data_info: Path, data: Path, tmp_path: Path
+) -> None:
+    # a folder whose presence matrix disagrees with the data on the test rows (here: zeroed, as
+    # if the rows were numbered in another order) names the file and the rows
     folder = tmp_path / "info"
     folder.mkdir()
     for f in data_info.iterdir():
         (folder / f.name).write_bytes(f.read_bytes())
     npz = next(folder.glob("presence_matrix_train_*.npz"))
     np.savez_compressed(npz, Y=np.zeros_like(np.load(npz)["Y"]))
-    for compat in ("writeup", "source"):
-        ev = _load(data, folder, compat, tmp_path)
-        for c in ev.cases()[:36]:
-            want = ev.ds.presence(c.params["row"], 1)[ORGAN_IDS.index(c.params["organ"])]
-            assert c.params["present"] == want
+    with pytest.raises(ValueError, match=r"presence_matrix_train_\d+\.npz: \d+ of \d+ test rows"):
+        _load(data, folder, "writeup", tmp_path)
 
 
 def test_source_requests(data_info: Path, data: Path, ds: CholecSeg8k, tmp_path: Path) -> None:

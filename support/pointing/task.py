@@ -115,6 +115,31 @@ def prepared_dir(cache_dir: Path, key: str) -> Path:
     return cache_dir / "data_info" / "cholecseg8k" / key
 
 
+def check_row_order(prepared: Prepared, ds: CholecSeg8k) -> None:
+    """ValueError unless the data's rows are the prepared folder's rows: the presence of every
+    test row, recomputed from the masks at the folder's threshold, must equal its presence
+    matrix. This is what catches a raw tree numbered in another order than the hub script's
+    (README, "pointing": the order is inferred, not read from the script). About 100 masks."""
+    y = prepared.presence
+    if y is None or y.shape[0] != len(ds):
+        return
+    names = file_names(len(ds), N_TEST, ds.split)
+    differ = [
+        r
+        for r in prepared.test_indices
+        if not np.array_equal(ds.presence(r, prepared.min_pixels), y[r])
+    ]
+    if differ:
+        frames = ds.frame_paths()
+        shown = ", ".join(f"{r} ({frames[r]})" for r in differ[:3])
+        raise ValueError(
+            f"{prepared.out_dir / names['presence']}: {len(differ)} of "
+            f"{len(prepared.test_indices)} test rows of {ds.source} have another presence than "
+            f"the file (rows {shown}): the data's rows are not numbered as the folder's. For a "
+            "raw tree the suite numbers rows by names sorted per level (video, clip, frame)."
+        )
+
+
 def check_rows(prepared: Prepared, n_rows: int, source: str, split: str = "train") -> None:
     """ValueError naming the file and key of a test or plan row that is not a row of the data."""
     names = file_names(n_rows, N_TEST, split)
@@ -186,6 +211,8 @@ class PointingEvaluation(Evaluation):
         else:
             prepared = prepare(ds, folder, N_TEST)
         check_rows(prepared, len(ds), ds.source, ds.split)
+        if settings.prepared is not None:
+            check_row_order(prepared, ds)
         ours = len(prepared.video_ids) == len(ds) and settings.prepared is None
         vids = prepared.video_ids if ours else ds.video_ids()  # frames of a video: one cluster
         rows = linspace_subset(list(prepared.test_indices), run.samples)
