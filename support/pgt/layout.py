@@ -36,6 +36,12 @@ def result_dir(
     return folder
 
 
+def performance_name(run_id: str, source: bool = False) -> str:
+    """The file name of a run's metrics in a combination folder: `performance_<ts>.json`, or the
+    source's `performance_fixed_<ts>.json` under `--compat source` (helpers.py:776)."""
+    return f"performance_fixed_{run_id}.json" if source else f"performance_{run_id}.json"
+
+
 LOGS = "logs"  # --compat source: the log tree's folder under results_dir/pgt
 
 

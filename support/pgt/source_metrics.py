@@ -26,7 +26,6 @@ CONFIDENCE_LEVEL = 0.95  # CONFIDENCE_LEVEL
 RANDOM_SEED = 0  # RANDOM_SEED: resample i uses RandomState(RANDOM_SEED + i)
 CONFUSION = ("TP", "FP", "FN", "TN")  # the order of a count row
 RADAR_LEFT_OUT = ("real", "unknown")  # generators the source's radar leaves out
-PERFORMANCE_FIXED_PREFIX = "performance_fixed_"  # helpers.py:776: performance_fixed_<ts>.json
 PERFORMANCE_FIXED_RUN_PREFIX = "fixed_"  # what a reader of performance_<run>.json sees as <run>
 CONFIDENCE_FILE = "confidence.json"  # per combination folder (compute_confidence_intervals.py)
 DEFAULT_MODE = "prefill"  # evaluate.py: --mode default, recorded for baseline too

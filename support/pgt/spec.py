@@ -22,7 +22,7 @@ from support.pgt.dataset import (
     parse_path_map,
     resolve_csv,
 )
-from support.pgt.layout import result_dir
+from support.pgt.layout import performance_name, result_dir
 from support.pgt.phrases import BASELINE, DEFAULT_PHRASES, MODES, PHRASES, parse_phrase_specs
 from support.settings import RunSettings
 
@@ -115,10 +115,9 @@ def kept_results(folder: Path, source: bool = False) -> tuple[tuple[str, frozens
     `performance_fixed_<ts>.json` under source, so one profile never skips the other's work) and
     the images each holds without error; unreadable files are not kept results."""
     found = []
-    performance = "performance_fixed_{}.json" if source else "performance_{}.json"
     for path in sorted(folder.glob("reasoning_*.json")) if folder.is_dir() else []:
         stamp = path.stem.removeprefix("reasoning_")
-        if not (folder / performance.format(stamp)).is_file():
+        if not (folder / performance_name(stamp, source)).is_file():
             continue
         try:
             entries = json.loads(path.read_text(encoding="utf-8"))

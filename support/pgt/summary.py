@@ -34,7 +34,7 @@ from support.metrics import (
 from support.outputs import atomic_write_text, markdown_table, with_intervals, write_csv
 from support.pgt import source_metrics as sm
 from support.pgt.answers import AI, REAL
-from support.pgt.layout import log_dir, result_dir
+from support.pgt.layout import log_dir, performance_name, result_dir
 from support.pgt.phrases import MODES
 from support.settings import RunSettings
 from support.types import Outcome
@@ -337,7 +337,7 @@ def write_outputs(
         else:
             perf = performance(summary_rows[key], generators, run.bootstrap, run.seed)
             group.sort(key=lambda o: int(o.params["row"]))
-            files = [folder / f"reasoning_{ts}.json", folder / f"performance_{ts}.json"]
+            files = [folder / f"reasoning_{ts}.json", folder / performance_name(ts)]
             _write_json(files[0], [reasoning_entry(o) for o in group])
             _write_json(files[1], perf)
             log = folder / f"evaluation_{ts}.log"
@@ -431,7 +431,7 @@ def write_source_files(key: tuple, group: list[Outcome], run: RunSettings) -> li
     }
     files = [
         folder / f"reasoning_{ts}.json",
-        folder / f"{sm.PERFORMANCE_FIXED_PREFIX}{ts}.json",
+        folder / performance_name(ts, source=True),
         folder / sm.CONFIDENCE_FILE,
     ]
     for path, obj in zip(files, (entries, perf, confidence), strict=True):

@@ -353,29 +353,23 @@ class PointingEvaluation(Evaluation):
         name = CLASS_NAMES[organ]
         image = self.frame(row)[0]
         examples = self.examples(condition, organ)
-        space = PointingAnswerSpace(name, self.canvas)
         if self.settings.source:
-            parts = (
-                source_few_shot_parts(name, examples, image)
-                if examples
-                else source_zero_shot_parts(name, image)
+            few, zero = source_few_shot_parts, source_zero_shot_parts
+            system, temperature, max_tokens = (
+                system_prompt(*self.canvas),
+                source_temperature(model),
+                SOURCE_MAX_TOKENS,
             )
-            return Request(
-                parts=parts,
-                system=system_prompt(*self.canvas),
-                temperature=source_temperature(model),
-                max_tokens=SOURCE_MAX_TOKENS,
-                target=self.answer(row, organ),
-                answer_space=space,
-            )
-        parts = few_shot_parts(name, examples, image) if examples else zero_shot_parts(name, image)
+        else:
+            few, zero = few_shot_parts, zero_shot_parts
+            system, temperature, max_tokens = SYSTEM_PROMPT, 0.0, MAX_TOKENS
         return Request(
-            parts=parts,
-            system=SYSTEM_PROMPT,
-            temperature=0.0,
-            max_tokens=MAX_TOKENS,
+            parts=few(name, examples, image) if examples else zero(name, image),
+            system=system,
+            temperature=temperature,
+            max_tokens=max_tokens,
             target=self.answer(row, organ),
-            answer_space=space,
+            answer_space=PointingAnswerSpace(name, self.canvas),
         )
 
     # ---- evaluation --------------------------------------------------------------------------
