@@ -4,6 +4,8 @@ and JSON keys, metrics against scikit-learn, kept results and --override, bad da
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -102,10 +104,13 @@ def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run, 
     assert {v["macro_f1"] for v in confidence.values()} == {1.0} and len(confidence) == 22
     page = report.read_text()
     assert all(f'alt="{s}.png"' in page for s in stems)
-    # ... and by one command, from the performance files of a run
-    from support.pgt.plots import main
-
-    assert main([str(root / "pgt"), "--run", "r1", "--out", str(tmp_path / "again")]) == 0
+    # ... and by one command, from the performance files of a run. In its own process, as a user
+    # runs it: drawing every figure in this process leaves fontTools in a state where later PDF
+    # saves of the same process fail (a MATH table without `closure_glyphs`), which broke
+    # test_pgt_plots when xdist put it after this test on one worker
+    cmd = [sys.executable, "-m", "support.pgt.plots", str(root / "pgt"), "--run", "r1"]
+    done = subprocess.run([*cmd, "--out", str(tmp_path / "again")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "again" / "macro_f1_bars.pdf").read_bytes()[:4] == b"%PDF"
     # a mode never leaks into baseline, and n=1 has no n folder
     assert not (root / "pgt/synthetic_sample/oracle/baseline/prefill").exists()
