@@ -1,0 +1,1 @@
+"""The SurgVU evaluation: surgical VQA (max sentence-BLEU) and tool detection (COCO mAP)."""

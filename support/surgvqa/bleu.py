@@ -1,0 +1,95 @@
+"""SurgVU category 2 scoring: the max over five references of nltk's sentence BLEU.
+
+As the challenge's evaluator (write-up 003; the public 2026 evaluation code keeps the same
+computation, isi-challenges/surgvu26-category-2-eval-public, evaluation/evaluate.py): text is
+normalised by deleting ASCII punctuation (`string.punctuation`), lower-casing and splitting on
+white space; each reference is scored alone with `sentence_bleu([ref], cand, weights=(0.25,) * 4,
+smoothing_function=SmoothingFunction().method1)`; a question scores the maximum of the five; the
+benchmark is the mean over questions, written as `{"results": [{"bleu_score": s}, ...],
+"aggregates": {"bleu_score": mean}}`.
+
+Consequences kept on purpose (they are the official scorer's): "-" and "/" are deleted, not spaced
+("tip-up" -> "tipup"); Unicode punctuation is not stripped; a one-word exact answer scores 0.1778
+(only references of 4 or more tokens can reach 1.0). BLEU itself is nltk's.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+WEIGHTS = (0.25, 0.25, 0.25, 0.25)  # uniform 1- to 4-gram weights, as the write-up
+_SMOOTHING = SmoothingFunction().method1
+_DELETE_PUNCTUATION = str.maketrans("", "", string.punctuation)
+YES_NO = ("yes", "no")
+# first words of a question answered by yes or no ("Was a large needle driver used ...?")
+_AUXILIARIES = frozenset(("is", "are", "was", "were", "do", "does", "did", "has", "have", "had",
+                         "can", "could", "will", "would", "should", "shall", "may", "might",
+                         "must"))  # fmt: skip
+
+
+def tokens(text: object) -> list[str]:
+    """The scorer's tokens: ASCII punctuation deleted, lower case, split on white space (any
+    non-text answer gives no tokens)."""
+    if not isinstance(text, str):
+        return []
+    return text.translate(_DELETE_PUNCTUATION).lower().strip().split()
+
+
+def reference_scores(references: Sequence[str], candidate: str) -> list[float]:
+    """sentence BLEU of `candidate` against each reference alone, in reference order (0.0 for an
+    empty candidate or reference: nltk returns the int 0 when nothing matches)."""
+    cand = tokens(candidate)
+    out = []
+    for ref in references:
+        ref_tokens = tokens(ref)
+        if not cand or not ref_tokens:
+            out.append(0.0)
+            continue
+        score = sentence_bleu([ref_tokens], cand, weights=WEIGHTS, smoothing_function=_SMOOTHING)
+        out.append(float(score))
+    return out
+
+
+def max_bleu(references: Sequence[str], candidate: str) -> tuple[float, int | None]:
+    """The question's score (the best single-reference BLEU) and the index of that reference
+    (the first of equals; None without references)."""
+    scores = reference_scores(references, candidate)
+    if not scores:
+        return 0.0, None
+    best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+    return scores[best], best
+
+
+def metrics_json(scores: Sequence[float]) -> dict[str, Any]:
+    """The evaluator's metrics file: one `bleu_score` per question and their mean (no
+    `aggregates` without results, as the official code)."""
+    out: dict[str, Any] = {"results": [{"bleu_score": s} for s in scores]}
+    if scores:
+        out["aggregates"] = {"bleu_score": sum(scores) / len(scores)}
+    return out
+
+
+def is_yes_no_question(question: str) -> bool:
+    """A question opening with an auxiliary verb ("Was ...", "Is ...", "Did ...") is answered by
+    yes or no; the rest are open."""
+    words = tokens(question)
+    return bool(words) and words[0] in _AUXILIARIES
+
+
+def yes_no(text: object) -> str | None:
+    """The answer's first token when it is "yes" or "no", else None."""
+    words = tokens(text)
+    return words[0] if words and words[0] in YES_NO else None
+
+
+def yes_no_truth(references: Sequence[str]) -> str | None:
+    """The yes/no answer the references give: the first word of the first reference that opens
+    with yes or no (None when none does, e.g. all are full sentences)."""
+    for ref in references:
+        if (word := yes_no(ref)) is not None:
+            return word
+    return None
