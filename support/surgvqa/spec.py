@@ -1,0 +1,71 @@
+"""The surgvqa evaluation's plugin spec: its options and settings (imported at start-up)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from support.evaluation import EvaluationSpec, Option, OptionError
+from support.settings import Compat, RunSettings
+
+VQA_FRAMES = 8  # frames of a question's clip shown to the model (30-s clips: one every ~4 s)
+BOX_FRAMES = ("model", "auto", "pixels", "norm1000", "gemini")
+
+
+@dataclass(frozen=True)
+class SurgvqaSettings:
+    root: str | None = None  # extracted SurgVU data; None: the synthetic sample
+    frames: int = VQA_FRAMES  # per VQA question, evenly spaced over the clip
+    box_frame: str = "model"  # how answers' box numbers are read; "model": by the model's name
+    compat: Compat = "writeup"  # the same scoring in both profiles (the challenge's evaluator)
+
+
+def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
+    root = values.get("surgvqa_root") or None
+    if root and not Path(root).is_dir():
+        raise OptionError("--surgvqa-root", f"{root}: not a folder")
+    frames = values.get("surgvqa_frames")
+    frames = VQA_FRAMES if frames is None else frames
+    if not isinstance(frames, int) or frames < 1:
+        raise OptionError("--surgvqa-frames", f"{frames!r}: expected a whole number >= 1")
+    box_frame = values.get("surgvqa_box_frame") or "model"
+    if box_frame not in BOX_FRAMES:
+        raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
+    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame, compat=run.compat)
+
+
+SPEC = EvaluationSpec(
+    name="surgvqa",
+    title="surgvqa (SurgVU: surgical VQA by max sentence-BLEU, tool detection by COCO mAP)",
+    evaluation="support.surgvqa.task:SurgvqaEvaluation",
+    summary="support.surgvqa.summary",
+    options=(
+        Option(
+            "--surgvqa-root",
+            metavar="DIR",
+            help="extracted SurgVU data: the category-2 sample (caseNNN/ with caseNNN.mp4, "
+            "caseNNN_question.json, caseNNN.json) and/or the category-1 test set (N_fps1.mp4 "
+            "with N_fps1_coco.json or N_fps1_gc.json), found anywhere below DIR; default: the "
+            "synthetic sample",
+        ),
+        Option(
+            "--surgvqa-frames",
+            type=int,
+            default=VQA_FRAMES,
+            metavar="N",
+            help=f"frames of a question's clip shown with it, at the centres of N equal "
+            f"segments of the clip ({VQA_FRAMES})",
+        ),
+        Option(
+            "--surgvqa-box-frame",
+            default="model",
+            metavar="FRAME",
+            help="how the numbers of an answer's boxes are read: model (by the model's name: "
+            "Gemini box_2d 0-1000, Qwen2/Qwen3-VL 0-1000, else auto), auto (box_2d as Gemini, "
+            "anything else as pixels), pixels, norm1000, gemini",
+        ),
+    ),
+    configure=configure,
+)
