@@ -172,3 +172,25 @@ def test_bad_options_and_files_are_named(run, tmp_path):
     result, _ = run(f"--surgvqa-root={root}")
     text = result.stdout.str() + result.stderr.str()
     assert result.ret != 0 and "case001.json" in text
+
+
+def test_a_frame_of_another_size_than_its_annotation_is_named(tmp_path):
+    from support.settings import RunSettings
+    from support.surgvqa.dataset import SurgvuDataError
+    from support.surgvqa.spec import SurgvqaSettings
+    from support.surgvqa.task import SurgvqaEvaluation
+    from support.surgvqa.tools import TOOL_CLASSES
+
+    write_video(tmp_path / "1_fps1.mp4", [np.zeros((64, 64, 3), np.uint8)] * 2, fps=1)
+    coco = {
+        "images": [{"id": 1, "width": 640, "height": 512, "file_name": "0000000001.jpg"}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 11, "bbox": [1, 1, 10, 10],
+                         "area": 100, "iscrowd": 0}],
+        "categories": [{"id": i, "name": n} for i, n in enumerate(TOOL_CLASSES)],
+    }  # fmt: skip
+    (tmp_path / "1_fps1_coco.json").write_text(json.dumps(coco))
+    settings = SurgvqaSettings(root=str(tmp_path))
+    ev = SurgvqaEvaluation.load(RunSettings(cache_dir=tmp_path / "cache"), settings)
+    (case,) = ev.cases()
+    with pytest.raises(SurgvuDataError, match=r"1_fps1.mp4: frame 1 is 64x64 px .* 640x512"):
+        ev.request(case)

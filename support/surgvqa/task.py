@@ -40,7 +40,14 @@ from support.surgvqa.bleu import (
 )
 from support.surgvqa.boxes import Box, box_frame_for, boxes_json, parse_boxes
 from support.surgvqa.coco import FrameTruth, detections, evaluate, ground_truth
-from support.surgvqa.dataset import ToolFrame, ToolVideo, VqaItem, read_tools, read_vqa
+from support.surgvqa.dataset import (
+    SurgvuDataError,
+    ToolFrame,
+    ToolVideo,
+    VqaItem,
+    read_tools,
+    read_vqa,
+)
 from support.surgvqa.prompts import (
     BOX_MAX_TOKENS,
     TEMPERATURE,
@@ -195,8 +202,18 @@ class SurgvqaEvaluation(Evaluation):
         name = case.params["video"]
 
         def load(video: str) -> dict[int, bytes]:
-            frames = [f.frame for f in self.videos[video].frames]
-            return {k: jpeg(rgb) for k, rgb in iter_frames(self.videos[video].video, frames)}
+            v = self.videos[video]
+            sizes = {f.frame: (f.height, f.width) for f in v.frames}  # rows, columns (px)
+            out = {}
+            for k, rgb in iter_frames(v.video, list(sizes)):
+                if rgb.shape[:2] != sizes[k]:  # the truth boxes are in the annotation's pixels
+                    h, w = sizes[k]
+                    raise SurgvuDataError(
+                        f"{v.video}: frame {k} is {rgb.shape[1]}x{rgb.shape[0]} px but its "
+                        f"annotation says {w}x{h}"
+                    )
+                out[k] = jpeg(rgb)
+            return out
 
         return self._video_frames.get(name, load)[case.params["frame"]]
 
