@@ -1,0 +1,1 @@
+"""The dynamic evaluation: a budgeted search for a model's failures over generated 3D tasks."""
