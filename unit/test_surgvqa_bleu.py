@@ -9,6 +9,7 @@ import warnings
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from surgvu_writeup import PRINTED_MAX, PRINTED_MEAN, PRINTED_SCORES, QUESTION, REFERENCES
 
 from support.surgvqa.bleu import (
     is_yes_no_question,
@@ -20,24 +21,6 @@ from support.surgvqa.bleu import (
     yes_no_truth,
 )
 
-# write-up 003 (../shared/seeds/003_5891c92521c05e8e.txt): the question "Was a large needle driver
-# used during the surgery?", its five references and the evaluator's printed output for "no"
-QUESTION = "Was a large needle driver used during the surgery?"
-REFERENCES = [
-    "No",
-    "No, a large needle driver was not used.",
-    "A large needle driver was not used.",
-    "No large needle driver was utilized.",
-    "There is no indication a large needle driver was used.",
-]
-PRINTED_SCORES = [
-    0.1778279410038923,
-    0.00016215809237314185,
-    0,
-    0.0011981952414407235,
-    2.1945711360427958e-05,
-]
-PRINTED_MAX = 0.1778279410038923
 # the printed reference tokens: lower case, punctuation removed
 PRINTED_TOKENS = [
     ["no"],
@@ -63,10 +46,10 @@ def test_writeup_max_for_every_spelling_of_no(candidate: str) -> None:
 def test_writeup_aggregate_json() -> None:
     # the write-up's example: three questions scoring 0, 0.1778..., 0.1778...
     out = metrics_json([0.0, PRINTED_MAX, PRINTED_MAX])
-    assert out["aggregates"]["bleu_score"] == 0.11855196066926153
+    assert out["aggregates"]["bleu_score"] == 0.11855196066926153 == PRINTED_MEAN
     assert json.loads(json.dumps(out)) == {
         "results": [{"bleu_score": 0}, {"bleu_score": PRINTED_MAX}, {"bleu_score": PRINTED_MAX}],
-        "aggregates": {"bleu_score": 0.11855196066926153},
+        "aggregates": {"bleu_score": PRINTED_MEAN},
     }
     assert metrics_json([]) == {"results": []}  # no aggregates without results, as the evaluator
 

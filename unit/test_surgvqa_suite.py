@@ -14,25 +14,9 @@ import pandas as pd
 import pytest
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
+from surgvu_writeup import PRINTED_MEAN, PRINTED_SCORES, REFERENCES
 
 from support.surgvqa.video import write_video
-
-# write-up 003: the question, its five references and the evaluator's printed numbers
-REFERENCES = [
-    "No",
-    "No, a large needle driver was not used.",
-    "A large needle driver was not used.",
-    "No large needle driver was utilized.",
-    "There is no indication a large needle driver was used.",
-]
-PRINTED_SCORES = [
-    0.1778279410038923,
-    0.00016215809237314185,
-    0,
-    0.0011981952414407235,
-    2.1945711360427958e-05,
-]
-PRINTED_MEAN = 0.11855196066926153  # of [0, 0.1778279410038923, 0.1778279410038923]
 
 
 @pytest.fixture

@@ -192,6 +192,23 @@ def _distractor_names(
     return scene + [others[i] for i in rng.choice(len(others), need, replace=False)]
 
 
+def _name_task(
+    pool: _Pool,
+    rng: np.random.Generator,
+    category: str,
+    layout: dict,
+    assignment: dict[str, str],
+    question: str,
+    answer: str,
+    scene: list[str],
+    exclude: set[str],
+) -> Task | None:
+    """A task whose answer is an object's name, distractors drawn from the scene first."""
+    candidates = _distractor_names(pool, rng, scene, exclude)
+    return _make(pool, category, layout, assignment, question, answer,
+                 _options(rng, answer, candidates))  # fmt: skip
+
+
 # --- one builder per generator; each returns None to reject (the caller draws again) ---------
 
 
@@ -286,16 +303,8 @@ def _distance(pool: _Pool, rng: np.random.Generator, category: str) -> Task | No
     if what:
         question = f"What is the object that is {kind} from the {ref_name}?"
         scene = [names[objects[i]["name"]] for i in others if i != target]
-        candidates = _distractor_names(pool, rng, scene, {target_name, ref_name})
-        return _make(
-            pool,
-            category,
-            layout,
-            assignment,
-            question,
-            target_name,
-            _options(rng, target_name, candidates),
-        )
+        return _name_task(pool, rng, category, layout, assignment, question, target_name,
+                          scene, {target_name, ref_name})  # fmt: skip
     answer = clear_relation(objects[target]["position"], ref_pos)
     if answer is None:
         return None
@@ -324,16 +333,8 @@ def _size(pool: _Pool, rng: np.random.Generator, category: str) -> Task | None:
     if category.startswith("what_"):
         question = f"What is the {kind} object in the scene?"
         scene = [names[o["name"]] for i, o in enumerate(objects) if i != target]
-        candidates = _distractor_names(pool, rng, scene, {target_name})
-        return _make(
-            pool,
-            category,
-            layout,
-            assignment,
-            question,
-            target_name,
-            _options(rng, target_name, candidates),
-        )
+        return _name_task(pool, rng, category, layout, assignment, question, target_name,
+                          scene, {target_name})  # fmt: skip
     others = [i for i in range(len(objects)) if i != target]
     ref = others[int(rng.integers(len(others)))]
     answer = clear_relation(objects[target]["position"], objects[ref]["position"])
