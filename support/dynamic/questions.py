@@ -178,6 +178,17 @@ def _assign(
     return None if ids is None else dict(zip(slots, ids, strict=True))
 
 
+def _scene(
+    pool: _Pool, rng: np.random.Generator, min_objects: int
+) -> tuple[dict, dict[str, str]] | None:
+    """A layout of at least `min_objects` objects with objects assigned to it, or None (redraw)."""
+    layout = pool.layout(rng, min_objects)
+    if layout is None:
+        return None
+    assignment = _assign(pool, rng, layout)
+    return None if assignment is None else (layout, assignment)
+
+
 def _distractor_names(
     pool: _Pool, rng: np.random.Generator, in_scene: list[str], exclude: set[str]
 ) -> list[str]:
@@ -280,12 +291,10 @@ def _ranked(values: list[float], kind: str) -> int | None:
 def _distance(pool: _Pool, rng: np.random.Generator, category: str) -> Task | None:
     kind = category.rsplit("_", 1)[1]  # closest | farthest
     what = category.startswith("what_")
-    layout = pool.layout(rng, 3 if what else 2)
-    if layout is None:
+    scene = _scene(pool, rng, 3 if what else 2)
+    if scene is None:
         return None
-    assignment = _assign(pool, rng, layout)
-    if assignment is None:
-        return None
+    layout, assignment = scene
     objects = layout["objects"]
     ref = int(rng.integers(len(objects)))
     others = [i for i in range(len(objects)) if i != ref]
@@ -317,12 +326,10 @@ def _distance(pool: _Pool, rng: np.random.Generator, category: str) -> Task | No
 
 def _size(pool: _Pool, rng: np.random.Generator, category: str) -> Task | None:
     kind = ("largest", "smallest")[int(rng.integers(2))]
-    layout = pool.layout(rng, 2)
-    if layout is None:
+    scene = _scene(pool, rng, 2)
+    if scene is None:
         return None
-    assignment = _assign(pool, rng, layout)
-    if assignment is None:
-        return None
+    layout, assignment = scene
     objects = layout["objects"]
     volumes = [8 * o["size"][0] * o["size"][1] * o["size"][2] for o in objects]  # box volume, m^3
     target = _ranked(volumes, kind)
