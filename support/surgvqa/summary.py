@@ -38,7 +38,7 @@ from support.outputs import atomic_write_text, markdown_table, with_intervals
 from support.settings import RunSettings
 from support.surgvqa.bleu import metrics_json
 from support.surgvqa.coco import detections, evaluate, ground_truth, map_bootstrap
-from support.surgvqa.task import frame_truth, predicted_boxes
+from support.surgvqa.task import frame_truth, xywh_boxes
 from support.surgvqa.tools import TOOL_CLASSES
 from support.types import Outcome
 
@@ -93,7 +93,7 @@ def coco_files(scored: list[Outcome]) -> tuple[dict, list[dict], dict[int, str]]
     truths, results, cluster_of = [], [], {}
     for image_id, o in enumerate(sorted(scored, key=lambda o: o.case_id), start=1):
         truths.append(frame_truth(image_id, o.params))
-        results += detections(image_id, predicted_boxes(o.prediction))
+        results += detections(image_id, xywh_boxes((o.prediction or {}).get("boxes", [])))
         cluster_of[image_id] = o.cluster
     return ground_truth(truths), results, cluster_of
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -99,10 +100,11 @@ def frame_truth(image_id: int, target: dict[str, Any]) -> FrameTruth:
     )
 
 
-def predicted_boxes(prediction: dict[str, Any] | None) -> list[Box]:
-    """A tools outcome's predicted boxes, in answer order (pixels)."""
+def xywh_boxes(items: Sequence[dict[str, Any]]) -> list[Box]:
+    """Boxes recorded as `{"label", "bbox": [x, y, w, h]}` (pixels), in order: a case's truth or
+    an outcome's prediction."""
     out = []
-    for b in (prediction or {}).get("boxes", []):
+    for b in items:
         x, y, w, h = b["bbox"]
         out.append(Box(b["label"], x, y, x + w, y + h))
     return out
@@ -234,21 +236,11 @@ class SurgvqaEvaluation(Evaluation):
                 answer_space=VqaAnswerSpace(),
             )
         width, height = p["width"], p["height"]
-        truth = [
-            Box(
-                b["label"],
-                b["bbox"][0],
-                b["bbox"][1],
-                b["bbox"][0] + b["bbox"][2],
-                b["bbox"][1] + b["bbox"][3],
-            )
-            for b in p["boxes"]
-        ]
         return Request(
             parts=(Part.of_image(self.frame_jpeg(case)), Part.of_text(box_prompt(width, height))),
             temperature=TEMPERATURE,
             max_tokens=BOX_MAX_TOKENS,
-            target=boxes_json(truth, width=width, height=height),
+            target=boxes_json(xywh_boxes(p["boxes"]), width=width, height=height),
             answer_space=BoxAnswerSpace(width, height),
         )
 
