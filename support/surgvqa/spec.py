@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from support.evaluation import EvaluationSpec, Option, OptionError
-from support.settings import Compat, RunSettings
+from support.settings import RunSettings
 
 VQA_FRAMES = 8  # frames of a question's clip shown to the model (30-s clips: one every ~4 s)
 BOX_FRAMES = ("model", "auto", "pixels", "norm1000", "gemini")
@@ -19,7 +19,6 @@ class SurgvqaSettings:
     root: str | None = None  # extracted SurgVU data; None: the synthetic sample
     frames: int = VQA_FRAMES  # per VQA question, evenly spaced over the clip
     box_frame: str = "model"  # how answers' box numbers are read; "model": by the model's name
-    compat: Compat = "writeup"  # the same scoring in both profiles (the challenge's evaluator)
 
 
 def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
@@ -33,7 +32,8 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     box_frame = values.get("surgvqa_box_frame") or "model"
     if box_frame not in BOX_FRAMES:
         raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
-    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame, compat=run.compat)
+    # no `compat`: both profiles score as the challenge's evaluator (README, surgvqa)
+    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame)
 
 
 SPEC = EvaluationSpec(
