@@ -3,10 +3,14 @@
 `--model` takes registered names (`oracle`, `chance`, `gpt-4o-mini`, `qwen25-vl-7b`, ...), names
 added by installed packages (entry point group `vlmbench.models`, below), or `provider:model-id`:
 `openai:`, `anthropic:`, `google:`, `openai-compatible:` (API), `vllm:` (local GPU), `hf:` (local
-transformers) and `scripted:<module>:<function>` (a reference model answering with a function of
-the Request: a `str`, or one `str` per sample). Factories import their SDKs only when called, so
-an uninstalled extra costs nothing until its model is asked for; a missing SDK, key or accelerator
-raises BackendUnavailable (the model's cases are skipped with that reason).
+transformers), `scripted:<module>:<function>` (a reference model answering with a function of
+the Request: a `str`, or one `str` per sample) and `planted:RULE` (a reference model answering like
+the oracle except where the rule fails a request, e.g. `planted:where_distance=0.9,*=0.05`: fnmatch
+patterns over the request's category, first match wins; support/backends/planted.py). A bad rule
+is a ValueError when the name is checked, so a usage error before collection. Factories import
+their SDKs only when called, so an uninstalled extra costs nothing until its model is asked for; a
+missing SDK, key or accelerator raises BackendUnavailable (the model's cases are skipped with that
+reason).
 
 Kinds (`ModelSpec.kind`, `model_kind`), known from the name alone, without building anything:
 "reference" (offline, reads the evaluation's hints), "api" (network and a key), "local-gpu"
@@ -184,6 +188,21 @@ def _scripted(name: str, model_id: str, opts: BackendOptions) -> Backend:
     return make_scripted_backend(name, model_id)
 
 
+def _planted(name: str, model_id: str, opts: BackendOptions) -> Backend:
+    from support.backends.planted import PlantedBackend
+
+    return PlantedBackend(name, model_id, seed=opts.seed)
+
+
+def _check_planted(name: str, model_id: str) -> None:
+    from support.backends.planted import PlantedRule
+
+    try:
+        PlantedRule.parse(model_id)
+    except ValueError as exc:
+        raise ValueError(f"model {name!r}: {exc}") from None
+
+
 # `provider:` prefixes -> factory taking the model id after the colon (tests may add their own)
 PROVIDERS: dict[str, ProviderFactory] = {
     "vllm": _vllm,
@@ -193,12 +212,18 @@ PROVIDERS: dict[str, ProviderFactory] = {
     "google": _google,
     "openai-compatible": _openai_compatible,
     "scripted": _scripted,
+    "planted": _planted,
 }
 # provider -> kind of its models; a provider missing here is "api"
 PROVIDER_KINDS: dict[str, str] = {
     "scripted": "reference",
+    "planted": "reference",
     "vllm": "local-gpu",
     "hf": "local-cpu",
+}
+# provider -> check of the model id, run whenever the name is looked up (ValueError naming it)
+PROVIDER_CHECKS: dict[str, Callable[[str, str], None]] = {
+    "planted": _check_planted,
 }
 
 
@@ -314,12 +339,16 @@ def known_names() -> list[str]:
 
 
 def model_spec(name: str) -> ModelSpec:
-    """The spec of a registered name or of `provider:model-id`; ValueError for unknown names."""
+    """The spec of a registered name or of `provider:model-id`; ValueError for unknown names
+    and for a model id its provider's check refuses (PROVIDER_CHECKS: a bad planted rule)."""
     registered = _registered().get(name)
     if registered is not None:
         return registered
     provider, sep, model_id = name.partition(":")
     if sep and provider in PROVIDERS and model_id:
+        check = PROVIDER_CHECKS.get(provider)
+        if check is not None:
+            check(name, model_id)
         kind = PROVIDER_KINDS.get(provider, "api")
         return ModelSpec(name, kind, provider, model_id, provider_factory)
     raise ValueError(f"unknown model {name!r}; known: {', '.join(known_names())}")

@@ -29,6 +29,7 @@ from support.dynamic.questions import Task, generate
 from support.dynamic.utility import fresh, top_k, utility
 
 STRATEGIES = ("dynamic", "random")
+RULES = ("writeup", "source")
 _POOL, _PICK = 0, 1  # rng streams of a round
 
 
@@ -42,6 +43,9 @@ class SearchConfig:
     lam: float = 0.2  # weight of the similarity to already tested tasks
     seed: int = 42
     strategy: str = "dynamic"  # or "random"
+    # "writeup": never a task twice, ties in a seeded order; "source": as AnyPoint at 2650ead
+    # (evaluated tasks stay candidates; top-K is np.argsort(U)[-K:][::-1])
+    rules: str = "writeup"
 
     def __post_init__(self) -> None:
         for name in ("budget", "batch", "pool", "seed"):
@@ -60,6 +64,8 @@ class SearchConfig:
             raise ValueError(f"SearchConfig.seed: expected a non-negative seed, got {self.seed}")
         if not isinstance(self.lam, int | float) or not math.isfinite(self.lam):
             raise ValueError(f"SearchConfig.lam: expected a finite number, got {self.lam!r}")
+        if self.rules not in RULES:
+            raise ValueError(f"SearchConfig.rules: {self.rules!r} is not one of {list(RULES)}")
         if self.strategy not in STRATEGIES:
             raise ValueError(
                 f"SearchConfig.strategy: {self.strategy!r} is not one of {list(STRATEGIES)}"
@@ -156,7 +162,7 @@ class Search:
         take = min(config.batch, config.budget - done)
         pool = self.candidates(round_index)
         rng = self._rng(round_index, _PICK)
-        seen = {task.key for task, _ in history}
+        seen = {task.key for task, _ in history} if config.rules == "writeup" else set()
         open_ = [pool[i] for i in fresh([t.key for t in pool], seen)]
         if len(open_) < take:
             raise ValueError(
@@ -172,4 +178,10 @@ class Search:
         hist = self.vectors(tested)
         err = self.vectors(failed) if failed else np.zeros((0, cand.shape[1]), dtype=np.float32)
         scores = utility(cand, err, hist, config.lam)
-        return [(open_[i], float(scores[i])) for i in top_k(scores, take, rng)]
+        if (
+            config.rules == "source"
+        ):  # evaluator.py _select_topk: argsort, ties as numpy leaves them
+            picks = [int(i) for i in np.argsort(scores)[-take:][::-1]]
+        else:
+            picks = top_k(scores, take, rng)
+        return [(open_[i], float(scores[i])) for i in picks]

@@ -1,0 +1,272 @@
+"""The dynamic evaluation's summary and files (controller side).
+
+Per model and search (`dynamic-lambda0.2`, `random`), over the tasks evaluated:
+
+    tasks             tasks with a verdict (backend errors end a search: its later rounds are
+                      error outcomes, counted in `n_error`, never tasks)
+    errors            tasks answered wrongly or unparsably (AnyPoint counts both as errors)
+    error_rate        errors / tasks
+    first_error       evaluation order (task_id) of the first error; empty when none
+    errors_vs_random  errors / the random search's errors for the same model over the same
+                      number of tasks (the search's gain; empty without a random search)
+    subset            "all", or one category (AnyPoint's names, e.g. where_distance_closest)
+
+No intervals: a search's tasks are chosen from earlier verdicts, so they are not a sample a
+bootstrap over tasks could resample; the spread that matters is over seeds (`--dynamic-seed`,
+benchmarks/test_dynamic_search.py).
+
+Files, AnyPoint's formats exactly (dynamic_evaluation/evaluator.py `_save`, `_save_hard_data`),
+under `<model>/<search>/`: results.json (config, stats, results rows), and when there are errors
+hard_data/tasks.jsonl, hard_data/tasks_info.json and hard_data/pcd/NNNNNN.npy (the scene of
+hard task NNNNNN = results' error_indices[NNNNNN]). Plus report.md and cumulative_errors.png.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from support.dynamic.assets import Asset, ensure_assets, read_assets
+from support.dynamic.spec import DynamicSettings
+from support.dynamic.task import build_scene
+from support.outputs import atomic_write, atomic_write_text, markdown_table
+from support.settings import RunSettings
+from support.types import Outcome
+
+KEYS = ("model", "search", "strategy", "lambda", "subset")
+COLUMNS = (*KEYS, "tasks", "errors", "error_rate", "first_error", "errors_vs_random", "n_error")
+NUM_OPTIONS = 4  # tasks_info.json's task_plan.num_options (AnyPoint writes the constant 4)
+
+
+def scored(outcomes: list[Outcome]) -> list[Outcome]:
+    """The outcomes with a task (not a round's error outcome), in evaluation order."""
+    return sorted((o for o in outcomes if "task_id" in o.extra), key=lambda o: o.extra["task_id"])
+
+
+def _searches(outcomes: list[Outcome]) -> dict[tuple[str, str], list[Outcome]]:
+    """(model, search) -> its outcomes."""
+    found: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        found[(o.model, o.group.get("search", ""))].append(o)
+    return found
+
+
+def _row(model: str, search: str, first: Outcome, subset: str, tasks: list[Outcome]) -> dict:
+    errors = [o for o in tasks if o.status != "correct"]
+    return {
+        "model": model,
+        "search": search,
+        "strategy": first.group.get("strategy", ""),
+        "lambda": first.group.get("lambda", ""),
+        "subset": subset,
+        "tasks": len(tasks),
+        "errors": len(errors),
+        "error_rate": len(errors) / len(tasks) if tasks else np.nan,
+        "first_error": errors[0].extra["task_id"] if errors else None,
+    }
+
+
+def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """summary.csv: one row per model, search and subset (module docstring); no intervals."""
+    rows = []
+    for (model, search), outs in sorted(_searches(outcomes).items()):
+        tasks = scored(outs)
+        n_error = sum(o.status == "error" for o in outs)
+        row = _row(model, search, outs[0], "all", tasks)
+        rows.append({**row, "n_error": n_error})
+        by_category: dict[str, list[Outcome]] = defaultdict(list)
+        for o in tasks:
+            by_category[o.extra["category"]].append(o)
+        for category, items in sorted(by_category.items()):
+            rows.append({**_row(model, search, outs[0], category, items), "n_error": 0})
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    for i, row in df.iterrows():
+        base = df[(df.model == row.model) & (df.search == "random") & (df.subset == row.subset)]
+        if row.search != "random" and len(base) and base.tasks.iloc[0] == row.tasks:
+            random_errors = base.errors.iloc[0]
+            df.at[i, "errors_vs_random"] = row.errors / random_errors if random_errors else np.nan
+    return df
+
+
+def headline(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per model and search (the `all` subset)."""
+    main = summary[summary.subset == "all"]
+    return main.drop(columns=["subset"]).reset_index(drop=True)
+
+
+# ---- AnyPoint's files -------------------------------------------------------------------------
+def folder_name(text: str) -> str:
+    """A model or search name as a folder: characters other than letters, digits, `._-` -> `_`."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+
+
+def results_json(tasks: list[Outcome], settings: DynamicSettings, lam: float | None) -> dict:
+    """results.json as AnyPoint's evaluator writes it (`config`, `stats`, `results`)."""
+    errors = [o.extra["task_id"] for o in tasks if o.status != "correct"]
+    rows = [
+        {
+            "task_id": o.extra["task_id"],
+            "question": o.extra["question"],
+            "answer": o.extra["answer"],
+            "model_answer": o.extra["model_answer"],
+            "is_correct": o.status == "correct",
+            "utility": o.extra["utility"],
+            "category": o.extra["category"],
+            "options": o.extra["options"],
+            "layout_description": o.extra["layout_description"],
+        }
+        for o in tasks
+    ]
+    return {
+        "config": {
+            "budget": settings.budget,
+            "batch_size": settings.batch,
+            "pool_size": settings.pool,
+            "lambda_explore": lam,  # null for the random baseline: it has none
+            "seed": settings.seed,
+        },
+        "stats": {
+            "total": len(tasks),
+            "errors": len(errors),
+            "error_rate": len(errors) / len(tasks) if tasks else 0.0,
+            "error_indices": errors,
+        },
+        "results": rows,
+    }
+
+
+def _json_text(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_hard_data(
+    tasks: list[Outcome], assets: dict[str, Asset], seed: int, folder: Path
+) -> list[Path]:
+    """hard_data/: each failed task's scene and record, numbered in evaluation order."""
+    failed = [o for o in tasks if o.status != "correct"]
+    written = []
+    lines = []
+    for i, o in enumerate(failed):
+        x = o.extra
+        scene = build_scene(x["layout"], x["assignment"], assets)
+        path = folder / "pcd" / f"{i:06d}.npy"
+        atomic_write(path, lambda f, scene=scene: np.save(f, scene))
+        written.append(path)
+        record = {
+            "question_id": i,
+            "point": path.name,
+            "category": x["category"],
+            "question": x["question"],
+            "options": x["options"],
+            "answer": x["answer"],
+        }
+        lines.append(json.dumps(record, ensure_ascii=False))
+    tasks_file = folder / "tasks.jsonl"
+    atomic_write_text(tasks_file, "".join(line + "\n" for line in lines))
+    info = {
+        "task_plan": {"generator_type": "mixed", "num_options": NUM_OPTIONS, "seed": seed},
+        "generation_stats": {
+            "num_tasks_requested": len(failed),
+            "num_tasks_generated": len(failed),
+            "output_directory": str(folder),
+        },
+    }
+    info_file = folder / "tasks_info.json"
+    atomic_write_text(info_file, _json_text(info))
+    return [tasks_file, info_file, *written]
+
+
+def _assets(run: RunSettings) -> dict[str, Asset]:
+    settings = run.evaluations.get("dynamic") or DynamicSettings()
+    folder = Path(settings.data) if settings.data else ensure_assets(run.cache_dir)
+    return read_assets(folder)
+
+
+def write_outputs(
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
+) -> list[Path]:
+    """AnyPoint's files per model and search, report.md and the cumulative-errors plot."""
+    settings = run.evaluations.get("dynamic") or DynamicSettings()
+    written: list[Path] = []
+    assets: dict[str, Asset] | None = None
+    for (model, search), outs in sorted(_searches(outcomes).items()):
+        tasks = scored(outs)
+        if not tasks:
+            continue
+        lam = outs[0].params.get("lambda")
+        folder = out_dir / folder_name(model) / folder_name(search)
+        path = folder / "results.json"
+        atomic_write_text(path, _json_text(results_json(tasks, settings, lam)))
+        written.append(path)
+        if any(o.status != "correct" for o in tasks):
+            assets = assets if assets is not None else _assets(run)
+            written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
+    plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png")
+    report = out_dir / "report.md"
+    atomic_write_text(report, report_text(summary, plot))
+    return [*written, *([plot] if plot else []), report]
+
+
+# ---- report and plot ------------------------------------------------------------------------
+def cumulative_errors(tasks: list[Outcome]) -> np.ndarray:
+    """(n,) errors found after each task evaluated, in evaluation order."""
+    return np.cumsum([o.status != "correct" for o in tasks]).astype(int)
+
+
+def plot_cumulative_errors(outcomes: list[Outcome], path: Path) -> Path | None:
+    """One panel per model: cumulative errors found vs tasks evaluated, a line per search."""
+    by_model: dict[str, dict[str, list[Outcome]]] = defaultdict(dict)
+    for (model, search), outs in sorted(_searches(outcomes).items()):
+        tasks = scored(outs)
+        if tasks:
+            by_model[model][search] = tasks
+    if not by_model:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        1, len(by_model), figsize=(4.5 * len(by_model), 3.6), squeeze=False, sharey=True
+    )
+    for ax, (model, searches) in zip(axes[0], sorted(by_model.items()), strict=True):
+        for search, tasks in searches.items():
+            found = cumulative_errors(tasks)
+            style = "--" if search == "random" else "-"
+            ax.step(np.arange(1, len(found) + 1), found, style, where="post", label=search)
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("tasks evaluated")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("errors found")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110))
+    plt.close(fig)
+    return path
+
+
+def report_text(summary: pd.DataFrame, plot: Path | None) -> str:
+    """report.md: the searches per model, then the errors found per category."""
+    main = headline(summary)
+    by_category = summary[summary.subset != "all"][
+        ["model", "search", "subset", "tasks", "errors", "error_rate"]
+    ].rename(columns={"subset": "category"})
+    parts = [
+        "# dynamic\n",
+        "Errors found per search (tasks answered wrongly or unparsably); errors_vs_random is "
+        "the search's gain over the random baseline at the same budget.\n",
+        markdown_table(main.astype(object).fillna("")),
+    ]
+    if plot is not None:
+        parts += ["\n## Errors found as the search goes\n", f"![cumulative errors]({plot.name})"]
+    if len(by_category):
+        parts += ["\n## By category\n", markdown_table(by_category)]
+    return "\n".join(parts) + "\n"
