@@ -37,8 +37,18 @@ def raw_rows(out: Path) -> list[dict]:
 
 
 def test_search_files_budget_and_hard_data(run, tmp_path):
-    result, out = run(f"--model={PLANTED},oracle", "--dynamic-lambda=0,1", "-p", "no:randomly")
+    html = tmp_path / "report.html"
+    result, out = run(
+        f"--model={PLANTED},oracle",
+        "--dynamic-lambda=0,1",
+        f"--html={html}",
+        "--self-contained-html",
+        "--min-metric",
+        f"dynamic.errors@{PLANTED}=1",  # a gate naming a model whose name holds "="
+    )
     assert result.ret == 0, result.stdout.str()
+    page = html.read_text()
+    assert "random-round02-oracle" in page and "data:image/jpeg;base64" in page
     # 3 searches (dynamic lambda 0 and 1, random) x 3 rounds x 2 models
     result.assert_outcomes(passed=18)
     planted_dir = out / "planted_where_distance_0.9_0.05"

@@ -9,6 +9,9 @@ the same budget). Every random choice of round k comes from one rng seeded by (s
 resumed run plans a round exactly as the first run did, and all strategies and lambdas of one seed
 see the same pools.
 
+`rules="source"` (`--compat source`) plans as AnyPoint's evaluator at 2650ead: tasks already
+evaluated stay candidates, and top-K is `np.argsort(U)[-K:][::-1]` (ties as numpy leaves them).
+
 Task vectors embed the layout description, the question and the answer (embedder.task_vectors;
 AnyPoint dynamic_evaluation/embedder.py also embeds the answer). They are cached by task key.
 """

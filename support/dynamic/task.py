@@ -172,9 +172,12 @@ class DynamicEvaluation(Evaluation):
                 "received come from the response cache"
             )
         rows = []
+        pools: dict[int, dict[str, Task]] = {}  # round -> its candidates by key
         for o in sorted(earlier, key=lambda o: o.extra["task_id"]):
-            pool = {t.key: t for t in search.candidates(o.extra["round"])}
-            task = pool.get(o.extra["task_key"])
+            k = o.extra["round"]
+            if k not in pools:
+                pools[k] = {t.key: t for t in search.candidates(k)}
+            task = pools[k].get(o.extra["task_key"])
             if task is None:
                 raise RuntimeError(
                     f"{case.id}: task {o.extra['task_key']} of {o.case_id} is not in its round's "
