@@ -10,6 +10,7 @@ write no files.
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,8 +20,18 @@ import pandas as pd
 import pytest
 
 from reports.gates import Gate, failed_gates
+from reports.manifest import write_manifest
 from support import evaluations
-from support.outputs import markdown_table, usage_table, with_intervals, write_csv, write_jsonl
+from support.contrasts import evaluation_comparisons, power_table, report_section
+from support.outputs import (
+    atomic_write_text,
+    calls_table,
+    markdown_table,
+    usage_table,
+    with_intervals,
+    write_csv,
+    write_jsonl,
+)
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -49,6 +60,8 @@ class ReportPlugin:
         self.gate_messages: list[str] = []
         self.usage: dict[str, pd.DataFrame] = {}
         self.engine_stats: dict[str, list[Mapping[str, Any]]] = {}  # process -> per-model stats
+        self.comparisons: dict[str, pd.DataFrame] = {}  # evaluation -> comparisons.csv
+        self.started = time.time()  # epoch s, at configure: the manifest's session start
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for d in getattr(report, OUTCOMES_ATTR, None) or ():
@@ -79,8 +92,25 @@ class ReportPlugin:
             self.files[name] += [
                 write_csv(summary, out_dir / "summary.csv"),
                 write_csv(self.usage[name], out_dir / "usage.csv"),
+                write_csv(calls_table(outs), out_dir / "calls.csv"),
                 *module.write_outputs(outs, summary, out_dir, run),
             ]
+            compared = evaluation_comparisons(
+                name, module, outs, run.compare, run.bootstrap, run.seed
+            )
+            if compared is not None:
+                table, notes = compared
+                self.comparisons[name] = table
+                self.files[name].append(write_csv(table, out_dir / "comparisons.csv"))
+                report = out_dir / "report.md"
+                head = report.read_text(encoding="utf-8") if report.is_file() else ""
+                atomic_write_text(report, head + report_section(table, notes))
+            inv = session.config.invocation_params
+            self.files[name].append(
+                write_manifest(
+                    out_dir, name, outs, run, self.engine_stats, self.started, inv.args, inv.dir
+                )
+            )
         self.gate_messages = failed_gates(self.gates, self.headlines)
         if self.gate_messages and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -98,6 +128,13 @@ class ReportPlugin:
                 f"cases: {len(outs)}; model calls: {sent} sent, {cached} served from cache; "
                 f"statuses: {dict(sorted(Counter(o.status for o in outs).items()))}"
             )
+            table = self.comparisons.get(name)
+            if table is not None and len(table):
+                significant = int((table["p_holm"] < 0.05).sum())
+                tr.write_line(
+                    f"paired comparisons: {len(table)} rows, {significant} with Holm p < 0.05 "
+                    "(comparisons.csv, report.md)"
+                )
             usage = self.usage.get(name)
             if usage is not None and (usage["input_tokens"] > 0).any():
                 tr.write_line("usage and cost per model (USD; cached answers included):")
@@ -108,11 +145,27 @@ class ReportPlugin:
             if len(files) > MAX_LISTED_FILES:
                 tr.write_line(f"... and {len(files) - MAX_LISTED_FILES} more files")
         rows = [
-            {"process": p, **s} for p, stats in sorted(self.engine_stats.items()) for s in stats
+            {"process": p, **{k: v for k, v in s.items() if k != "identity"}}  # in manifest.json
+            for p, stats in sorted(self.engine_stats.items())
+            for s in stats
         ]
         if rows:
             tr.write_sep("-", "vlmbench: engine (per process and model)")
             tr.write_line(markdown_table(pd.DataFrame(rows)))
+        if self.run.power:
+            for name, table in self.comparisons.items():
+                sizes = power_table(table, self.run.power_delta, self.run.target_halfwidth)
+                tr.write_sep("-", f"vlmbench: {name} power and sample size (--power)")
+                if sizes.empty:
+                    tr.write_line("no paired comparison with a bootstrap interval to size")
+                    continue
+                tr.write_line(
+                    f"clusters (and pairs) needed to detect a difference of "
+                    f"{self.run.power_delta:g} at 80% power (two-sided alpha 0.05), and for a 95% "
+                    f"interval of half-width {self.run.target_halfwidth:g}; normal approximation "
+                    "from the paired bootstrap's standard error"
+                )
+                tr.write_line(markdown_table(sizes))
         for msg in self.gate_messages:
             tr.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
 

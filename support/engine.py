@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 from support.backends.api_keys import redact
 from support.backends.base import Backend, BackendError
 from support.cache import ResponseCache, cache_key
-from support.types import Request, Response
+from support.types import Request, Response, canonical_json
 
 T = TypeVar("T")
 
@@ -173,12 +174,14 @@ class ModelClient:
 
     def stats(self) -> dict[str, object]:
         """What this client did in this process: requests, cache hits, peak requests in flight
-        and the local engine's batches (empty when it did nothing)."""
+        and the local engine's batches (empty when it did nothing), with the backend's identity
+        as the cache keys it (plain JSON, for the run's manifest; never a key)."""
         if not (self.sent or self.cache_hits):
             return {}
         sizes = self.batcher.batch_sizes if self.batcher is not None else []
         return {
             "model": self.name,
+            "identity": json.loads(canonical_json(dict(self.backend.identity))),
             "sent": self.sent,
             "cache_hits": self.cache_hits,
             "peak_in_flight": self.peak_in_flight,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -80,6 +81,14 @@ class EvaluationSpec:
     both are imported only when used. `configure(values, run)` turns the parsed option values
     (by dest) into the evaluation's settings object, raising OptionError on a bad value; it runs
     at configure time in every process, so it must be deterministic and cheap.
+
+    Two optional fields feed the run's manifest.json (reports/manifest.py), read on the
+    controller at session finish, after the cases ran:
+    - `data_files(settings, run)`: the files and folders the evaluation reads (a folder stands for
+      every file below it), for the data fingerprint; it must not build or download anything the
+      run did not (the synthetic data's folder exists by then); None: no fingerprint;
+    - `prompt_modules`: dotted names of the modules holding its prompt templates, whose source
+      files are hashed (without importing them).
     """
 
     name: str
@@ -88,6 +97,8 @@ class EvaluationSpec:
     summary: str
     options: Sequence[Option] = ()
     configure: Callable[[Mapping[str, Any], RunSettings], Any] = field(default=_no_settings)
+    data_files: Callable[[Any, RunSettings], Sequence[Path]] | None = None
+    prompt_modules: tuple[str, ...] = ()
 
     def evaluation_class(self) -> type[Evaluation]:
         module, _, attr = self.evaluation.partition(":")

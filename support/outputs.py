@@ -59,11 +59,30 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda f: f.write(data))
 
 
+# What differs between two runs of the same inputs (timings, and whether answers came from the
+# cache): kept out of raw_results.jsonl, so it is byte-identical across reruns, serial or -n N;
+# calls.csv holds them.
+RUN_FIELDS = ("latency_s", "backend_calls", "cache_hits", "cached")
+
+
 def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:
-    """One JSON object per case: ids, prompt hash, raw response, parsed answer, truth, status..."""
-    lines = [json.dumps(o.to_json(), sort_keys=True) for o in outcomes]
+    """One JSON object per case: ids, prompt hash, raw response, parsed answer, truth, status...
+    (everything but RUN_FIELDS)."""
+    lines = [
+        json.dumps({k: v for k, v in o.to_json().items() if k not in RUN_FIELDS}, sort_keys=True)
+        for o in outcomes
+    ]
     atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
     return path
+
+
+def calls_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+    """calls.csv: per outcome, its model seconds and cache bookkeeping (RUN_FIELDS)."""
+    rows = [
+        {"model": o.model, "case_id": o.case_id, **{f: getattr(o, f) for f in RUN_FIELDS}}
+        for o in outcomes
+    ]
+    return pd.DataFrame(rows, columns=["model", "case_id", *RUN_FIELDS])
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> Path:

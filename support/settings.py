@@ -28,5 +28,11 @@ class RunSettings:
     bootstrap: int = 1000  # bootstrap resamples per interval (0: no intervals)
     override: bool = False  # re-run cases whose results exist (evaluations that keep them)
     compat: Compat = "writeup"  # which profile: the write-ups' rules or the original scripts'
+    # `--compare A,B`: explicit comparisons (two models, or two labels of one field), in order;
+    # empty: each evaluation's default contrasts and every pair of models
+    compare: tuple[tuple[str, str], ...] = ()
+    power: bool = False  # `--power`: print sample sizes for `power_delta` and `target_halfwidth`
+    power_delta: float = 0.05  # a difference to detect at 80% power (metric units: 0.05 = 5 points)
+    target_halfwidth: float = 0.05  # a wanted half-width of a comparison's 95% interval
     # evaluation name -> its own settings object (what its spec's `configure` built)
     evaluations: Mapping[str, Any] = field(default_factory=dict)

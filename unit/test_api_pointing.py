@@ -29,6 +29,7 @@ pytest.importorskip("google.genai")
 REPO = Path(__file__).resolve().parents[1]
 POINTING = str(REPO / "evals" / "pointing")
 KEY = "sk-loopback-SECRET-7f3a9c1e55d2"
+URL_PASSWORD = "url-pw-SECRET-93b1d7"  # a password in an --api-base URL
 PRESENT = {"Liver", "Fat", "Grasper", "Gallbladder", "Abdominal Wall"}
 PROVIDERS = {
     "openai": "OPENAI_API_KEY",
@@ -238,6 +239,9 @@ def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):
             "openai:loop",
             cholecseg8k,
             tmp_path,
+            # credentials in a URL on the command line (argparse keeps the later --api-base, so
+            # the run uses the server; the manifest records both arguments)
+            f"--api-base=http://bob:{URL_PASSWORD}@127.0.0.1:9/v1",
             f"--api-base={server.url}",
             "--api-retries=1",
             f"--junitxml={tmp_path / 'junit.xml'}",
@@ -251,9 +255,13 @@ def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+            assert URL_PASSWORD.encode() not in path.read_bytes(), path
             scanned += 1
-    assert scanned >= 6  # junit, html, raw results, summary, usage, report, cache...
+    assert scanned >= 7  # junit, html, raw results, summary, usage, report, manifest, cache...
     assert KEY not in proc.stdout and KEY not in proc.stderr
+    manifest = json.loads((tmp_path / "results" / "pointing" / "r" / "manifest.json").read_text())
+    assert "--api-base=http://***@127.0.0.1:9/v1" in manifest["command"]["args"]  # redacted
+    assert manifest["models"]["openai:loop"]["identity"]["endpoint"]  # the model was used
 
 
 def test_missing_key_skips_with_the_variable_named(cholecseg8k, tmp_path):

@@ -126,16 +126,18 @@ def test_same_seed_same_files_and_a_cut_search_resumes_from_the_cache(run):
     # ... then run whole with the same cache: rounds 0 and 1 come from the cache
     resumed, out = run(f"--model={PLANTED}", run_id="resumed", cache="c1")
     assert resumed.ret == 0, resumed.stdout.str()
+    calls = pd.read_csv(out / "calls.csv").set_index("case_id")
     for row in raw_rows(out):
         early = row["extra"]["round"] < 2
-        assert (row["cache_hits"], row["backend_calls"]) == ((1, 0) if early else (0, 1))
+        call = calls.loc[row["case_id"]]
+        assert (call["cache_hits"], call["backend_calls"]) == ((1, 0) if early else (0, 1))
     # a fresh run with another cache writes the same bytes
     fresh, again = run(f"--model={PLANTED}", run_id="fresh", cache="c2")
     assert fresh.ret == 0, fresh.stdout.str()
     model = "planted_where_distance_0.9_0.05"
-    for search in ("dynamic-lambda0.2", "random"):
-        path = Path(model, search, "results.json")
-        assert (out / path).read_bytes() == (again / path).read_bytes()
+    paths = [Path(model, search, "results.json") for search in ("dynamic-lambda0.2", "random")]
+    for path in [*paths, Path("raw_results.jsonl"), Path("summary.csv"), Path("comparisons.csv")]:
+        assert (out / path).read_bytes() == (again / path).read_bytes(), path
 
 
 @pytest.mark.parametrize(

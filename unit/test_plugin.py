@@ -64,7 +64,10 @@ def test_oracle_reads_one_on_every_metric(run):
     }
     rows = raw(out)
     assert len(rows) == 180 and all(r["status"] == "correct" for r in rows)
-    assert {"prompt_hash", "raw", "prediction", "target", "latency_s", "cached"} <= set(rows[0])
+    assert {"prompt_hash", "raw", "prediction", "target"} <= set(rows[0])
+    assert not {"latency_s", "cached", "backend_calls", "cache_hits"} & set(rows[0])  # calls.csv
+    calls = pd.read_csv(out / "calls.csv")
+    assert len(calls) == 180 and (calls["latency_s"] >= 0).all()
     report = (out / "report.md").read_text()
     assert "## Overall" in report and "Best and worst organs" in report
 
@@ -82,26 +85,32 @@ def test_chance_sits_near_chance_with_intervals(run):
     assert "95% bootstrap intervals" in text and "[" in text
 
 
-def test_xdist_gives_identical_summary(run):
+def test_reruns_are_byte_identical_serial_xdist_and_cached(run):
     serial, out1 = run("-m", "quick", "--no-cache", run_id="serial")
     parallel, out2 = run("-m", "quick", "-n", "2", run_id="xdist", cache="fresh")
-    assert serial.ret == parallel.ret == 0
+    cached, out3 = run("-m", "quick", run_id="cached", cache="fresh")  # all from the cache
+    assert serial.ret == parallel.ret == cached.ret == 0
     assert "2 workers" in parallel.stdout.str()
     # each group runs on one worker: every request is sent exactly once, none twice
     assert "model calls: 360 sent, 0 served from cache" in parallel.stdout.str()
+    assert "model calls: 0 sent, 360 served from cache" in cached.stdout.str()
     engine = parallel.stdout.str().split("vlmbench: engine")[1]  # per-worker stats, printed once
     assert "gw0" in engine and "gw1" in engine
-    assert (out1 / "summary.csv").read_bytes() == (out2 / "summary.csv").read_bytes()
-    strip = [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out1)]
-    assert strip == [{k: v for k, v in r.items() if k != "latency_s"} for r in raw(out2)]
+    for name in ("raw_results.jsonl", "summary.csv", "comparisons.csv"):
+        assert (
+            (out1 / name).read_bytes() == (out2 / name).read_bytes() == (out3 / name).read_bytes()
+        ), name
+    # what differs between the runs is in calls.csv only
+    assert pd.read_csv(out3 / "calls.csv")["cached"].all()
+    assert not pd.read_csv(out2 / "calls.csv")["cached"].any()
 
 
 def test_repeat_run_is_served_from_cache(run):
     first, _ = run("-m", "quick", "-k", "zero_shot", "-n", "2", run_id="a")
     second, out = run("-m", "quick", "-k", "zero_shot", run_id="b")
     assert first.ret == second.ret == 0
-    rows = raw(out)
-    assert rows and all(r["cached"] for r in rows)
+    calls = pd.read_csv(out / "calls.csv")
+    assert len(calls) and calls["cached"].all()
     assert "model calls: 0 sent, 120 served from cache" in second.stdout.str()
 
 

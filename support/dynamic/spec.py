@@ -102,6 +102,16 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> DynamicSettings:
     )
 
 
+def data_files(settings: DynamicSettings, run: RunSettings) -> list[Path]:
+    """What the evaluation reads (for the manifest's fingerprint): the --dynamic-data folder or
+    the procedural set's folder."""
+    if settings.data:
+        return [Path(settings.data)]
+    from support.dynamic.assets import ensure_assets
+
+    return [ensure_assets(run.cache_dir)]  # built by the run already: returned as is
+
+
 SPEC = EvaluationSpec(
     name="dynamic",
     title="dynamic (AnyPoint: a budgeted search for a model's failures on generated 3D scenes)",
@@ -171,4 +181,6 @@ SPEC = EvaluationSpec(
         ),
     ),
     configure=configure,
+    data_files=data_files,
+    prompt_modules=("support.dynamic.prompts",),
 )

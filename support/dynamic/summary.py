@@ -100,6 +100,76 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
     return main.drop(columns=["subset"]).reset_index(drop=True)
 
 
+# ---- comparisons ------------------------------------------------------------------------------
+def comparisons(
+    outcomes: list[Outcome], requested: list[tuple[str, str]], n_resamples: int, seed: int
+) -> tuple[pd.DataFrame, list[str]]:
+    """comparisons.csv: each dynamic search vs random per model, and models per search, on the
+    error rate. Unpaired: a search picks its tasks from its own verdicts, so two searches share
+    only the cold start; Fisher's exact test on (errors, correct) of the two, no interval."""
+    from scipy.stats import fisher_exact
+
+    from support.comparisons import holm_by_family
+    from support.contrasts import TABLE_COLUMNS
+
+    tasks = {key: scored(outs) for key, outs in _searches(outcomes).items()}
+    models = sorted({m for m, _ in tasks})
+    searches = sorted({s for _, s in tasks}, key=lambda s: (s != "random", s))
+    if requested:
+        wanted = [
+            ("model" if a in models else "search", a, b)
+            for a, b in requested
+            if {a, b} <= set(models) or {a, b} <= set(searches)
+        ]
+        notes = [
+            f"--compare {a},{b}: neither two models nor two searches of this run"
+            for a, b in requested
+            if not ({a, b} <= set(models) or {a, b} <= set(searches))
+        ]
+    else:
+        wanted = [("search", "random", s) for s in searches if s != "random"]
+        wanted += [("model", a, b) for i, a in enumerate(models) for b in models[i + 1 :]]
+        notes = []
+    rows = []
+    for field, a, b in wanted:
+        for within in searches if field == "model" else models:
+            key_a, key_b = (
+                ((a, within), (b, within)) if field == "model" else ((within, a), (within, b))
+            )
+            ta, tb = tasks.get(key_a, []), tasks.get(key_b, [])
+            if not ta or not tb:
+                continue
+            ea = sum(o.status != "correct" for o in ta)
+            eb = sum(o.status != "correct" for o in tb)
+            p = fisher_exact([[ea, len(ta) - ea], [eb, len(tb) - eb]]).pvalue
+            rows.append(
+                {
+                    "evaluation": "dynamic",
+                    "field": field,
+                    "model": within if field == "search" else f"search {within}",
+                    "metric": "error_rate",
+                    "a": a,
+                    "b": b,
+                    "n_pairs": 0,  # unpaired
+                    "n_clusters": 0,
+                    "a_value": ea / len(ta),
+                    "b_value": eb / len(tb),
+                    "diff": eb / len(tb) - ea / len(ta),
+                    "diff_lo": np.nan,
+                    "diff_hi": np.nan,
+                    "p_value": float(p),
+                    "test": "fisher-exact (unpaired)",
+                    "diff_se": np.nan,
+                    "unmatched_a": len(ta),
+                    "unmatched_b": len(tb),
+                }
+            )
+    if not rows:
+        return pd.DataFrame(columns=list(TABLE_COLUMNS)), notes
+    table = holm_by_family(pd.DataFrame(rows), families=["evaluation"])
+    return table[list(TABLE_COLUMNS)], notes
+
+
 # ---- AnyPoint's files -------------------------------------------------------------------------
 def folder_name(text: str) -> str:
     """A model or search name as a folder: characters other than letters, digits, `._-` -> `_`."""

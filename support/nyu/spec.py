@@ -37,6 +37,18 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> NyuSettings:
                        source_images=run.samples or SOURCE_IMAGES)  # fmt: skip
 
 
+def data_files(settings: NyuSettings, run: RunSettings) -> list[Path]:
+    """What the evaluation reads (for the manifest's fingerprint): --nyu-dir, --nyu-mat, or the
+    synthetic .mat file."""
+    if settings.folder:
+        return [Path(settings.folder)]
+    if settings.mat:
+        return [Path(settings.mat)]
+    from support.synthetic.nyu_depth import ensure_nyu_mat
+
+    return [ensure_nyu_mat(run.cache_dir)]  # built by the run already: returned as is
+
+
 SPEC = EvaluationSpec(
     name="nyu_distance",
     title="nyu_distance (NYU Depth V2 3D distance between two marked points)",
@@ -66,4 +78,6 @@ SPEC = EvaluationSpec(
         ),
     ),
     configure=configure,
+    data_files=data_files,
+    prompt_modules=("support.nyu.prompts",),
 )

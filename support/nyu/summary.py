@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from support.contrasts import Comparisons
 from support.metrics import cluster_resample, safe_ratio, summarize_groups
 from support.settings import RunSettings
 from support.types import Outcome
@@ -74,6 +75,22 @@ def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
             "mean_relative_error": safe_ratio(rel, answered),
             "delta1": safe_ratio(d1, answered),
         }
+
+
+def abs_error(o: Outcome) -> float:
+    """|prediction - truth| in metres; NaN when the answer had no distance."""
+    pred = o.scores.get("pred")
+    return float("nan") if pred is None else abs(float(pred) - float(o.scores["gt"]))
+
+
+# paired comparisons (support/contrasts.py): model vs model on the same point pairs
+COMPARISONS = Comparisons(
+    counts=pair_counts,
+    reduce=reduce_counts,
+    metrics=("mae", "delta1", "response_rate"),
+    tests={"mae": "permutation"},
+    scores=lambda o: {"mae": abs_error(o)},
+)
 
 
 def median_interval(

@@ -128,6 +128,19 @@ def kept_results(folder: Path, source: bool = False) -> tuple[tuple[str, frozens
     return tuple(found)
 
 
+def data_files(settings: PgtSettings, run: RunSettings) -> list[Path]:
+    """What the evaluation reads (for the manifest's fingerprint): the synthetic sample's folder
+    (its CSV and images), or the dataset CSV and every image it lists."""
+    if settings.csv is None:
+        from support.synthetic.pgt_images import ensure_pgt_sample
+
+        return [ensure_pgt_sample(run.cache_dir).parent]  # built by the run already
+    from support.pgt.dataset import load_csv
+
+    dataset = load_csv(settings.csv, settings.dataset, check_images=False, paths=settings.paths)
+    return [settings.csv, *(Path(ex.image) for ex in dataset.examples)]
+
+
 SPEC = EvaluationSpec(
     name="pgt",
     title="pgt (real vs AI-generated detection)",
@@ -186,4 +199,6 @@ SPEC = EvaluationSpec(
         ),
     ),
     configure=configure,
+    data_files=data_files,
+    prompt_modules=("support.pgt.phrases",),
 )

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from support.contrasts import Comparisons, strip_model
 from support.metrics import (
     binary_metrics,
     cluster_bootstrap,
@@ -109,6 +110,46 @@ def reduce_counts_source(s: np.ndarray) -> dict[str, np.ndarray]:
         "individual_accuracy": safe_ratio(ind_ok, ind_n),
         "unparsable_rate": safe_ratio(unp, n),
     }
+
+
+def label_correct(o: Outcome) -> int:
+    """1 when the final label is right (no label is wrong)."""
+    return int(o.scores["y_pred"] is not None and o.scores["y_pred"] == o.scores["y_true"])
+
+
+def variant(o: Outcome) -> str:
+    """The phrase and mode as case ids spell them: `baseline`, `cot-prefill`."""
+    g = o.group
+    return f"{g['phrase']}-{g['mode']}" if g["mode"] else g["phrase"]
+
+
+def pair_key(o: Outcome, field: str) -> str:
+    """The same image (and the rest of the combination): the case id without the model and
+    without the compared part (`-cot-prefill`, `-n5`)."""
+    case = strip_model(o)
+    part = {"variant": variant(o), "n": f"n{o.group['n']}"}.get(field)
+    return (case + "-").replace(f"-{part}-", "-", 1) if part else case
+
+
+# paired comparisons (support/contrasts.py): each phrase x mode vs baseline and each n vs n=1,
+# per model, on the same images; and models
+COMPARISONS = Comparisons(
+    counts=case_counts,
+    reduce=reduce_counts,
+    metrics=("accuracy", "macro_f1"),
+    tests={"accuracy": "mcnemar-exact"},
+    scores=lambda o: {"accuracy": label_correct(o)},
+    fields={"variant": variant, "n": lambda o: f"n{o.group['n']}"},
+    key=pair_key,
+    defaults=lambda labels: (
+        [
+            ("variant", "baseline", v)
+            for v in labels.get("variant", [])
+            if v != "baseline" and "baseline" in labels["variant"]
+        ]
+        + [("n", "n1", n) for n in labels.get("n", []) if n != "n1" and "n1" in labels["n"]]
+    ),
+)
 
 
 def is_source(outcomes: Iterable[Outcome]) -> bool:

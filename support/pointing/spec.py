@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,30 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PointingSettings:
     )
 
 
+def data_files(settings: PointingSettings, run: RunSettings) -> list[Path]:
+    """What the evaluation reads (for the manifest's fingerprint): the CholecSeg8k source (the
+    synthetic sample's folder by default, a hub id's extracted folder, the files of a glob) and
+    the --pointing-prepared folder."""
+    from support.pointing.dataset import is_hub_id
+
+    source = settings.cholecseg8k
+    if source is None:
+        from support.synthetic.cholecseg8k import ensure_cholecseg8k
+
+        found = [ensure_cholecseg8k(run.cache_dir)]  # built by the run already: returned as is
+    elif is_hub_id(source):
+        from support.pointing.download import hub_dir
+
+        found = [hub_dir(run.cache_dir, source)]
+    elif glob.has_magic(source):
+        found = sorted(Path(p) for p in glob.glob(source, recursive=True))
+    else:
+        found = [Path(source).expanduser()]
+    if settings.prepared is not None:
+        found.append(settings.prepared)
+    return found
+
+
 SPEC = EvaluationSpec(
     name="pointing",
     title="pointing (CholecSeg8k organ/tool presence and a point)",
@@ -64,4 +89,6 @@ SPEC = EvaluationSpec(
         ),
     ),
     configure=configure,
+    data_files=data_files,
+    prompt_modules=("support.pointing.prompts",),
 )

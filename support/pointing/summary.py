@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from support.contrasts import Comparisons, strip_model
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
 from support.outputs import atomic_write_text
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
@@ -73,6 +74,37 @@ def reduce_counts(s: np.ndarray) -> dict[str, np.ndarray]:
     out["point_hit_rate"] = safe_ratio(hits, tp + fn)
     out["unparsable_rate"] = safe_ratio(unp, tp + fp + fn + tn)
     return out
+
+
+def presence_correct(o: Outcome) -> int:
+    """1 when the presence answer is right (an unparsable answer is wrong)."""
+    y_pred = o.scores["y_pred"]
+    return int(y_pred is not None and y_pred == o.scores["y_true"])
+
+
+def pair_key(o: Outcome, field: str) -> str:
+    """The same sample and organ: the case id without the model (and the condition)."""
+    case = strip_model(o)
+    if field != "condition":
+        return case
+    return (case + "-").replace(f"-{o.group['condition']}-", "-", 1)
+
+
+# paired comparisons (support/contrasts.py): few-shot conditions vs zero-shot per model, models
+COMPARISONS = Comparisons(
+    counts=case_counts,
+    reduce=reduce_counts,
+    metrics=("f1", "accuracy", "pointing_accuracy"),
+    tests={"accuracy": "mcnemar-exact"},
+    scores=lambda o: {"accuracy": presence_correct(o)},
+    fields={"condition": lambda o: o.group["condition"]},
+    key=pair_key,
+    defaults=lambda labels: [
+        ("condition", "zero_shot", c)
+        for c in labels.get("condition", [])
+        if c != "zero_shot" and "zero_shot" in labels["condition"]
+    ],
+)
 
 
 def is_source(outcomes: list[Outcome]) -> bool:

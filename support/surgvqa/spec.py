@@ -36,6 +36,28 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame)
 
 
+def data_files(settings: SurgvqaSettings, run: RunSettings) -> list[Path]:
+    """What the evaluation reads (for the manifest's fingerprint): the synthetic sample's folder,
+    or, below --surgvqa-root, each case's question, answers and clip and each test video with
+    its ground truth (the files support.surgvqa.dataset opens, not the rest of the folder)."""
+    if settings.root is None:
+        from support.synthetic.surgvu import ensure_surgvu
+
+        return [ensure_surgvu(run.cache_dir)]  # built by the run already: returned as is
+    from support.surgvqa.dataset import read_tools, read_vqa
+
+    root = Path(settings.root)
+    found: list[Path] = []
+    for item in read_vqa(root):  # caseNNN_question.json, caseNNN.json, caseNNN.mp4: one folder
+        folder = item.video.parent
+        found += [folder / f"{item.case}_question.json", folder / f"{item.case}.json", item.video]
+    for video in read_tools(root):  # N_fps1.mp4 with N_fps1_coco.json, else N_fps1_gc.json
+        stem = str(video.video.with_suffix(""))
+        coco = Path(f"{stem}_coco.json")
+        found += [video.video, coco if coco.is_file() else Path(f"{stem}_gc.json")]
+    return found
+
+
 SPEC = EvaluationSpec(
     name="surgvqa",
     title="surgvqa (SurgVU: surgical VQA by max sentence-BLEU, tool detection by COCO mAP)",
@@ -68,4 +90,6 @@ SPEC = EvaluationSpec(
         ),
     ),
     configure=configure,
+    data_files=data_files,
+    prompt_modules=("support.surgvqa.prompts",),
 )

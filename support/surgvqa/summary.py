@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from support.contrasts import Comparisons
 from support.metrics import safe_ratio, summarize_groups
 from support.outputs import atomic_write_text, markdown_table, with_intervals
 from support.settings import RunSettings
@@ -85,6 +86,34 @@ def match_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
         "recall50": safe_ratio(tp, n_gt),
         "f1_50": safe_ratio(2 * tp, n_dt + n_gt),
     }
+
+
+def paired_counts(o: Outcome) -> list[float]:
+    """Both categories in one row: VQA counts (vqa_counts), then box matches (match_counts)."""
+    return [0.0] * 4 + match_counts(o) if is_tools(o) else vqa_counts(o) + [0.0] * 3
+
+
+def paired_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
+    return vqa_reduce(s[..., :4]) | match_reduce(s[..., 4:])
+
+
+def yes_no_correct(o: Outcome) -> float:
+    yn = o.scores.get("yes_no_correct")
+    return float("nan") if is_tools(o) or yn is None else float(yn)
+
+
+# paired comparisons (support/contrasts.py): model vs model on the same questions and frames
+# (the COCO APs are not additive counts: they are compared through f1_50, which is)
+COMPARISONS = Comparisons(
+    counts=paired_counts,
+    reduce=paired_reduce,
+    metrics=("bleu", "yes_no_accuracy", "f1_50"),
+    tests={"yes_no_accuracy": "mcnemar-exact", "bleu": "permutation"},
+    scores=lambda o: {
+        "yes_no_accuracy": yes_no_correct(o),
+        "bleu": float("nan") if is_tools(o) else float(o.scores["bleu"]),
+    },
+)
 
 
 def coco_files(scored: list[Outcome]) -> tuple[dict, list[dict], dict[int, str]]:

@@ -1,0 +1,547 @@
+"""The run manifest: `manifest.json` beside summary.csv, saying what produced a run's numbers.
+
+The controller's reporter (reports.plugin) writes one per evaluation at session finish. Sections:
+
+    vlmbench  the package version, the git commit of the checkout that holds `support/` and
+              whether its tree was dirty (null without git or a checkout)
+    packages  versions of the installed packages among PACKAGES (absent ones left out)
+    command   the pytest arguments and working folder, credentials redacted
+    run       seeds (--seed and the evaluation's own), --compat, models, samples, bootstrap
+              resamples, run id, and the evaluation's settings object
+    data      sha256 over the sorted (relative path, size, sha256 of content) of the files the
+              evaluation reads (its spec's `data_files`); each file's sha256 is memoised by
+              (path, size, mtime) in a JSON file in the cache folder, so a 3 GB file is hashed once
+    prompts   sha256 of the source file of each prompt module (the spec's `prompt_modules`), and
+              the outcomes' prompt hashes: how many, how many distinct, a digest of the distinct
+    models    per `--model`: kind and provider (the registry), the backend's identity as the
+              response cache keys it, and requests sent / cache hits summed over processes (the
+              engine statistics every process hands the reporter)
+    times     session start and end (UTC, ISO 8601) and wall seconds
+    host      python, platform, CPU count, memory, GPU names (null when none is seen)
+
+No field can hold a key: every string goes through `redact_text` (URL credentials and sensitive
+query values, then support.backends.api_keys.redact: every key in the environment or given to a
+backend). Nothing here raises on a missing git, GPU or data file: the value is null or says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from support import evaluations
+from support.backends.api_keys import redact
+from support.backends.registry import model_spec
+from support.cache import SCHEMA_VERSION
+from support.outputs import atomic_write_text
+from support.settings import RunSettings
+from support.types import Outcome, sha256_hex
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_VERSION = 1
+# distributions whose versions are recorded when installed (importlib.metadata names)
+PACKAGES = (
+    "pytest",
+    "pytest-xdist",
+    "pytest-html",
+    "numpy",
+    "pandas",
+    "scipy",
+    "pillow",
+    "datasets",
+    "huggingface-hub",
+    "h5py",
+    "nltk",
+    "pycocotools",
+    "onnxruntime",
+    "tokenizers",
+    "sentence-transformers",
+    "openai",
+    "anthropic",
+    "google-genai",
+    "torch",
+    "transformers",
+    "vllm",
+    "statsmodels",
+)
+GIT_TIMEOUT_S = 10.0
+GPU_QUERY_TIMEOUT_S = 10.0
+HASH_MEMO = "file-hashes.json"  # in the run's cache folder
+MAX_LISTED_MISSING = 20  # missing data files named in the manifest (all are counted)
+HIDDEN = "."  # files and folders whose names start so are skipped when a folder is hashed
+
+# --- redaction ------------------------------------------------------------------------------------
+
+CREDENTIALS = "***"
+# scheme://userinfo@ -> scheme://***@ (userinfo greedy up to the last "@" before the host's end,
+# so a password holding a raw "@" goes too)
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+# ?api_key=VALUE, &token=VALUE, ... -> the value replaced
+_SECRET_QUERY = re.compile(
+    r"(?P<name>[?&;][^=&#\s]*(?:key|token|secret|passw|signature|sig|auth)[^=&#\s]*=)[^&#\s]*",
+    re.IGNORECASE,
+)
+
+
+def redact_text(text: str) -> str:
+    """`text` without credentials: `https://user:pass@host` -> `https://***@host`, the values of
+    key/token/secret/password query parameters, and every key value api_keys knows."""
+    text = _USERINFO.sub(rf"\g<scheme>{CREDENTIALS}@", text)
+    text = _SECRET_QUERY.sub(rf"\g<name>{CREDENTIALS}", text)
+    return redact(text)
+
+
+def redacted(value: Any) -> Any:
+    """A plain-JSON value with `redact_text` applied to every string in it (keys included)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {redact_text(str(k)): redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    return value
+
+
+# --- plain JSON -----------------------------------------------------------------------------------
+
+
+def plain(value: Any) -> Any:
+    """`value` as plain JSON: dataclasses as dicts of their fields (as dataclasses.asdict, field by
+    field, which also takes what asdict's deep copy refuses, e.g. a mappingproxy), paths as
+    strings, tuples as lists, sets as sorted lists, non-finite floats as strings, anything else as
+    its str."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted((plain(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return str(value)
+
+
+# --- the package and its environment -------------------------------------------------------------
+
+
+def project_root() -> Path:
+    """The folder that holds `support/` (a checkout, or site-packages when installed)."""
+    import support
+
+    return Path(support.__file__).resolve().parent.parent
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    """git's stdout in `folder`, stripped; None when git is absent, fails or times out."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def git_state(folder: Path) -> dict[str, Any]:
+    """{"commit", "dirty"} of the checkout whose top folder is `folder`; nulls when git is
+    absent, `folder` is not a checkout's top (e.g. an installed copy inside another repository),
+    or git fails."""
+    out = _git(folder, "rev-parse", "--show-toplevel", "HEAD")
+    lines = out.splitlines() if out else []
+    if len(lines) != 2 or Path(lines[0]).resolve() != Path(folder).resolve():
+        return {"commit": None, "dirty": None}
+    status = _git(folder, "status", "--porcelain")
+    return {"commit": lines[1], "dirty": None if status is None else bool(status)}
+
+
+def version_of(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def vlmbench_section(root: Path | None = None) -> dict[str, Any]:
+    return {"version": version_of("vlmbench"), **git_state(root or project_root())}
+
+
+def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
+    """name -> version of the installed ones among `names`."""
+    return {name: v for name in names if (v := version_of(name)) is not None}
+
+
+def command_section(args: Sequence[str], cwd: Path | str) -> dict[str, Any]:
+    """The pytest command line (credentials are redacted with everything else)."""
+    args = [str(a) for a in args]
+    return {"args": args, "dir": str(cwd), "line": shlex.join(["pytest", *args])}
+
+
+def gpu_names() -> list[str] | None:
+    """The GPUs' names: torch's view when torch is already imported here and sees CUDA, else
+    nvidia-smi's (timed out after GPU_QUERY_TIMEOUT_S); None when neither names one."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        except Exception:  # a broken CUDA setup: ask nvidia-smi
+            pass
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=GPU_QUERY_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    return names if proc.returncode == 0 and names else None
+
+
+def memory_bytes() -> int | None:
+    """Physical memory (bytes) where sysconf says it (Linux, macOS); else None."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def host_section() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": memory_bytes(),
+        "gpus": gpu_names(),
+    }
+
+
+# --- data -----------------------------------------------------------------------------------------
+
+
+class FileHashes:
+    """sha256 of files, memoised by (resolved path, size, mtime) in a JSON file.
+
+    A file whose size or mtime (ns) changed is hashed again; `hashed` counts the files read in
+    this object's life. `save()` merges into the file under a lock (runs may share a cache)."""
+
+    def __init__(self, memo: Path | None) -> None:
+        self.memo = memo
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.hashed = 0
+        if memo is not None and memo.is_file():
+            try:
+                self.entries = dict(json.loads(memo.read_text(encoding="utf-8"))["files"])
+            except (OSError, ValueError, KeyError, TypeError):
+                self.entries = {}  # an unreadable memo only costs hashing again
+
+    def sha256(self, path: Path) -> tuple[int, str]:
+        """(size in bytes, hex sha256) of a file (OSError if it cannot be read)."""
+        key = str(Path(path).resolve())
+        before = os.stat(key)
+        entry = self.entries.get(key)
+        if (
+            isinstance(entry, dict)
+            and entry.get("size") == before.st_size
+            and entry.get("mtime_ns") == before.st_mtime_ns
+        ):
+            return before.st_size, str(entry["sha256"])
+        with open(key, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        self.hashed += 1
+        after = os.stat(key)
+        if (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns):
+            self.entries[key] = {
+                "size": after.st_size,
+                "mtime_ns": after.st_mtime_ns,
+                "sha256": digest,
+            }
+        return before.st_size, digest
+
+    def save(self) -> None:
+        """Write the memo (merged with what other runs wrote meanwhile); never raises."""
+        if self.memo is None or not self.hashed:
+            return
+        from filelock import FileLock
+
+        try:
+            with FileLock(f"{self.memo}.lock", timeout=30):
+                merged = FileHashes(self.memo).entries
+                merged.update(self.entries)
+                text = json.dumps({"version": 1, "files": merged}, sort_keys=True)
+                atomic_write_text(self.memo, text)
+        except Exception:  # an unwritable cache folder only costs hashing again next time
+            pass
+
+
+def data_file_list(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """(existing files, missing paths): folders expanded to every file below them (symbolic
+    links followed; names starting with "." skipped), duplicates dropped, in sorted order."""
+    files: dict[str, Path] = {}
+    missing: list[Path] = []
+    for p in map(Path, paths):
+        p = p.absolute()
+        if p.is_dir():
+            for folder, dirs, names in os.walk(p, followlinks=True):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(HIDDEN))
+                for name in sorted(names):
+                    if not name.startswith(HIDDEN):
+                        f = Path(folder) / name
+                        files.setdefault(str(f), f)
+        elif p.is_file():
+            files.setdefault(str(p), p)
+        else:
+            missing.append(p)
+    return sorted(files.values()), missing
+
+
+def data_fingerprint(paths: Sequence[Path], hashes: FileHashes) -> dict[str, Any]:
+    """The fingerprint of the files `paths` name (folders expanded): sha256 over the lines
+    "relative path, size, sha256" of every file, sorted by path, relative to the files' common
+    folder (so the same data elsewhere gives the same fingerprint)."""
+    files, missing = data_file_list(paths)
+    folders = [str(f.parent) for f in files] + [str(m.parent) for m in missing]
+    try:
+        root = Path(os.path.commonpath(folders)) if folders else None
+    except ValueError:  # different drives
+        root = None
+
+    def rel(p: Path) -> str:
+        return p.relative_to(root).as_posix() if root is not None else p.as_posix()
+
+    rows = []
+    for f in files:
+        try:
+            size, digest = hashes.sha256(f)
+        except OSError:  # vanished or unreadable since it was listed
+            missing.append(f)
+            continue
+        rows.append((rel(f), size, digest))
+    rows.sort()
+    lines = "".join(f"{r}\t{size}\t{digest}\n" for r, size, digest in rows)
+    return {
+        "sha256": sha256_hex(lines),
+        "files": len(rows),
+        "bytes": sum(size for _, size, _ in rows),
+        "root": str(root) if root is not None else None,
+        "missing": sorted(rel(m) for m in missing)[:MAX_LISTED_MISSING],
+        "n_missing": len(missing),
+    }
+
+
+def data_section(evaluation: str, settings: Any, run: RunSettings) -> dict[str, Any] | None:
+    """The evaluation's data fingerprint (None when its spec names no data files; an error
+    message, not an exception, when listing or reading fails)."""
+    spec = evaluations.spec(evaluation)
+    if spec.data_files is None:
+        return None
+    hashes = FileHashes(Path(run.cache_dir) / HASH_MEMO)
+    try:
+        section = data_fingerprint(list(spec.data_files(settings, run)), hashes)
+    except Exception as exc:  # the manifest must not cost the run its files
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        hashes.save()
+    return section
+
+
+# --- prompts, models, run -------------------------------------------------------------------------
+
+
+def module_source_sha256(module: str) -> str | None:
+    """sha256 of a module's source file, found without importing the module itself; None when
+    it cannot be found or read."""
+    try:
+        found = importlib.util.find_spec(module)
+        origin = found.origin if found is not None else None
+        return sha256_hex(Path(origin).read_bytes()) if origin else None
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def prompts_section(evaluation: str, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """Prompt-template hashes (the spec's prompt modules) and the outcomes' prompt hashes."""
+    spec = evaluations.spec(evaluation)
+    seen = Counter(o.prompt_hash for o in outcomes if o.prompt_hash)
+    return {
+        "modules": {m: module_source_sha256(m) for m in spec.prompt_modules},
+        "outcomes": {
+            "with_prompt": sum(seen.values()),
+            "distinct": len(seen),
+            "distinct_sha256": sha256_hex("".join(f"{h}\n" for h in sorted(seen))),
+        },
+    }
+
+
+def models_section(
+    models: Sequence[str],
+    engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
+    outcomes: Sequence[Outcome],
+) -> dict[str, dict[str, Any]]:
+    """Per model: kind, provider and model id (the registry, nothing built), the backend identity
+    the engine statistics carry (null when no process used the model), requests sent and cache
+    hits summed over processes, and the same two counts of this evaluation's outcomes."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(
+        [*models, *(s.get("model") for v in engine_stats.values() for s in v)]
+    ):
+        if not isinstance(name, str):
+            continue
+        try:
+            spec = model_spec(name)
+            kind, provider, model_id = spec.kind, spec.provider, spec.model_id
+        except ValueError:
+            kind = provider = model_id = None
+        stats = [
+            (p, s) for p, v in sorted(engine_stats.items()) for s in v if s.get("model") == name
+        ]
+        identities = list(
+            {
+                json.dumps(s.get("identity"), sort_keys=True): s.get("identity") for _, s in stats
+            }.values()
+        )
+        mine = [o for o in outcomes if o.model == name]
+        entry: dict[str, Any] = {
+            "kind": kind,
+            "provider": provider,
+            "model_id": model_id,
+            "identity": identities[0] if identities else None,
+            "cache_schema": SCHEMA_VERSION,
+            "sent": sum(int(s.get("sent") or 0) for _, s in stats),
+            "cache_hits": sum(int(s.get("cache_hits") or 0) for _, s in stats),
+            "processes": len({p for p, _ in stats}),
+            "outcomes": {
+                "n": len(mine),
+                "sent": sum(o.backend_calls for o in mine),
+                "cache_hits": sum(o.cache_hits for o in mine),
+            },
+        }
+        if len(identities) > 1:  # processes disagreed: every identity is recorded
+            entry["identities"] = identities
+        out[name] = entry
+    return out
+
+
+def seeds(run: RunSettings, evaluation: str, settings: Any) -> dict[str, Any]:
+    """--seed and the evaluation's own seeds (settings fields named `seed` or `*_seed`)."""
+    out: dict[str, Any] = {"--seed": run.seed}
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        for f in dataclasses.fields(settings):
+            if f.name == "seed" or f.name.endswith("_seed"):
+                out[f"{evaluation}.{f.name}"] = plain(getattr(settings, f.name))
+    return out
+
+
+def run_section(run: RunSettings, evaluation: str) -> dict[str, Any]:
+    """The run's options: seeds, --compat, models, samples, bootstrap resamples, run id, every
+    other RunSettings field as it is (cache, concurrency, --compare, ...), and the evaluation's
+    settings object."""
+    out: dict[str, Any] = {
+        "run_id": run.run_id,
+        "compat": run.compat,
+        "seeds": seeds(run, evaluation, run.evaluations.get(evaluation)),
+        "models": list(run.models),
+        "samples": run.samples,
+        "bootstrap": run.bootstrap,
+    }
+    for f in dataclasses.fields(run):
+        if f.name not in out and f.name not in ("seed", "evaluations"):
+            out[f.name] = plain(getattr(run, f.name))
+    out["settings"] = plain(run.evaluations.get(evaluation))
+    return out
+
+
+def iso_utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="milliseconds")
+
+
+# --- the manifest ---------------------------------------------------------------------------------
+
+
+def build_manifest(
+    evaluation: str,
+    outcomes: Sequence[Outcome],
+    run: RunSettings,
+    engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
+    started: float,
+    args: Sequence[str],
+    cwd: Path | str,
+    ended: float | None = None,
+) -> dict[str, Any]:
+    """The manifest of one evaluation's run (plain JSON, redacted). `started`/`ended`: epoch
+    seconds of the session's start and end (`ended` defaults to now)."""
+    settings = run.evaluations.get(evaluation)
+    try:
+        prompts = prompts_section(evaluation, outcomes)
+    except Exception as exc:  # an evaluation registered without a spec module on this side
+        prompts = {"error": f"{type(exc).__name__}: {exc}"}
+    manifest = {
+        "manifest_version": MANIFEST_VERSION,
+        "evaluation": evaluation,
+        "vlmbench": vlmbench_section(),
+        "packages": package_versions(),
+        "command": command_section(args, cwd),
+        "run": run_section(run, evaluation),
+        "data": data_section(evaluation, settings, run),
+        "prompts": prompts,
+        "models": models_section(run.models, engine_stats, outcomes),
+    }
+    ended = time.time() if ended is None else ended
+    manifest["times"] = {
+        "start": iso_utc(started),
+        "end": iso_utc(ended),
+        "wall_s": round(ended - started, 3),
+    }
+    manifest["host"] = host_section()
+    return redacted(plain(manifest))
+
+
+def write_manifest(
+    out_dir: Path,
+    evaluation: str,
+    outcomes: Sequence[Outcome],
+    run: RunSettings,
+    engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
+    started: float,
+    args: Sequence[str],
+    cwd: Path | str,
+) -> Path:
+    """Write out_dir/manifest.json (see the module docstring) and return its path."""
+    manifest = build_manifest(evaluation, outcomes, run, engine_stats, started, args, cwd)
+    path = Path(out_dir) / MANIFEST_NAME
+    atomic_write_text(path, json.dumps(manifest, indent=2, allow_nan=False) + "\n")
+    return path
