@@ -34,6 +34,7 @@ from support.dynamic.render import render
 from support.dynamic.scenes import assemble, read_layouts
 from support.dynamic.search import Search, SearchConfig
 from support.dynamic.spec import IMAGE_SIZE, QUICK_ROUNDS, DynamicSettings, format_lambda
+from support.dynamic.vectors import StoredEmbedder, store_path
 from support.evaluation import Evaluation
 from support.memo import OnceCache
 from support.settings import RunSettings
@@ -69,15 +70,20 @@ def build_scene(
 
 
 class _LazyEmbedder:
-    """The run's embedder, loaded on first use: a random search never loads it."""
+    """The run's embedder, loaded on first use (a random search never loads it), its vectors
+    kept in `store` (a folder; support/dynamic/vectors.py) unless None."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, store: Path | None = None) -> None:
         self.name = spec
+        self.store = store
         self._loaded: Embedder | None = None
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if self._loaded is None:
-            self._loaded = load_embedder(self.name)
+            loaded = load_embedder(self.name)
+            if self.store is not None:
+                loaded = StoredEmbedder(loaded, store_path(self.store, loaded.name))
+            self._loaded = loaded
         return self._loaded.encode(texts)
 
 
@@ -89,11 +95,12 @@ class DynamicEvaluation(Evaluation):
         settings: DynamicSettings,
         assets: Mapping[str, Asset],
         layouts: Sequence[dict] | None = None,
+        store: Path | None = None,
     ) -> None:
         self.settings = settings
         self.assets = assets
         self.layouts = layouts
-        self.embedder = _LazyEmbedder(settings.embedder)
+        self.embedder = _LazyEmbedder(settings.embedder, store)
         self._searches: dict[str, Search] = {}
         self._images: OnceCache[str, bytes] = OnceCache(maxsize=256)  # scene key -> PNG
 
@@ -103,7 +110,8 @@ class DynamicEvaluation(Evaluation):
         layouts = None
         if settings.data and (folder / LAYOUTS_FILE).is_file():
             layouts = read_layouts(folder / LAYOUTS_FILE)
-        return cls(settings, read_assets(folder), layouts)
+        store = run.cache_dir / "embeddings" if run.use_cache else None
+        return cls(settings, read_assets(folder), layouts, store)
 
     # ---- the searches and their rounds ------------------------------------------------------
     def searches(self) -> list[tuple[str, str, float | None]]:
