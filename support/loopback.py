@@ -10,6 +10,11 @@ of distinct request bodies fails its first `attempts` attempts with a 429 (short
 500, a response slower than the client's timeout, a malformed 200 body, or a dropped connection;
 the retry that follows succeeds. The server listens on 127.0.0.1 only and stops by itself after
 `lifetime_s`. For tests and benchmarks; `python -m support.loopback --help` runs one standalone.
+
+For benchmarks run against a server in another process: `GET /_loopback/stats` returns the stats as
+JSON (counts, when the first request arrived and the last response was written, the peak in flight,
+the server process's CPU seconds), and `record_dir` (`--record DIR`) stores every distinct request
+body as `DIR/<sha256 of the body>.json`, byte for byte, so another client can replay them.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import threading
 import time
@@ -24,9 +30,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
+STATS_PATH = "/_loopback/stats"  # GET: ServerStats as JSON (`stats_json`)
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,20 @@ class ServerStats:
     faults: Counter = field(default_factory=Counter)  # kind -> count
     bodies: Counter = field(default_factory=Counter)  # sha256 of body -> attempts
     answered_bodies: Counter = field(default_factory=Counter)  # sha256 of body -> answers
+    # wall-clock times (time.time(), epoch seconds) on the model routes, None until the first
+    first_request_at: float | None = None  # the first request's headers were read
+    last_request_at: float | None = None  # the last request's headers were read
+    last_response_at: float | None = None  # the last response was written (any status)
+    in_flight: int = 0  # requests being handled now
+    peak_in_flight: int = 0
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """One thread per connection; a listen backlog that holds a burst of new connections (the
+    default of 5 resets some of 32 clients that connect at once)."""
+
+    daemon_threads = True
+    request_queue_size = 128
 
 
 class LoopbackServer:
@@ -81,12 +103,16 @@ class LoopbackServer:
         latency_s: float = 0.0,
         faults: Faults | None = None,
         lifetime_s: float = 300.0,
+        record_dir: Path | None = None,
     ) -> None:
         self.script = script
         self.api_key = api_key
         self.latency_s = latency_s
         self.faults = faults or Faults()
         self.lifetime_s = lifetime_s
+        self.record_dir = Path(record_dir) if record_dir is not None else None
+        if self.record_dir is not None:
+            self.record_dir.mkdir(parents=True, exist_ok=True)
         self.stats = ServerStats()
         self.lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -100,8 +126,7 @@ class LoopbackServer:
 
     def start(self) -> LoopbackServer:
         handler = type("Handler", (_Handler,), {"owner": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _HTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         self._timer = threading.Timer(self.lifetime_s, self.stop)  # stops by itself
         self._timer.daemon = True
@@ -136,6 +161,37 @@ class LoopbackServer:
         with self.lock:
             self.stats.faults[kind] += 1
         return kind
+
+    def record(self, digest: str, raw: bytes) -> None:
+        """Store a request body once as `record_dir/<digest>.json` (no-op without record_dir)."""
+        if self.record_dir is None:
+            return
+        path = self.record_dir / f"{digest}.json"
+        if path.exists():
+            return
+        tmp = path.with_name(f"{digest}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(raw)
+        tmp.replace(path)  # atomic: a reader never sees half a body
+
+    def stats_json(self) -> dict[str, Any]:
+        """The stats as plain JSON, plus this process's CPU seconds (user + system)."""
+        with self.lock:
+            st = self.stats
+            data = {
+                "attempts": st.attempts,
+                "answered": st.answered,
+                "faults": dict(st.faults),
+                "bodies": dict(st.bodies),
+                "answered_bodies": dict(st.answered_bodies),
+                "first_request_at": st.first_request_at,
+                "last_request_at": st.last_request_at,
+                "last_response_at": st.last_response_at,
+                "in_flight": st.in_flight,
+                "peak_in_flight": st.peak_in_flight,
+            }
+        times = os.times()  # the whole server process, all threads
+        data["cpu_s"] = times.user + times.system
+        return data
 
 
 def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
@@ -265,8 +321,31 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] != STATS_PATH:
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        self._json(200, self.owner.stats_json())
+
     def do_POST(self) -> None:
         route = self._route()
+        if route is None:
+            return self._post(route)
+        owner = self.owner
+        now = time.time()
+        with owner.lock:
+            st = owner.stats
+            st.first_request_at = st.first_request_at or now
+            st.last_request_at = now
+            st.in_flight += 1
+            st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
+        try:
+            self._post(route)
+        finally:
+            with owner.lock:
+                owner.stats.in_flight -= 1
+                owner.stats.last_response_at = time.time()
+
+    def _post(self, route: tuple[str, str] | None) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if route is None:
@@ -276,6 +355,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(401, {"error": {"message": "invalid api key"}})
         owner = self.owner
         digest = hashlib.sha256(raw).hexdigest()
+        owner.record(digest, raw)
         fault = owner.fault_for(digest)
         if owner.latency_s:
             time.sleep(owner.latency_s)
@@ -365,6 +445,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency", type=float, default=0.0, help="seconds per response")
     ap.add_argument("--fault-rate", type=float, default=0.0)
     ap.add_argument("--lifetime", type=float, default=600.0, help="seconds before it stops")
+    ap.add_argument(
+        "--record", type=Path, default=None, metavar="DIR",
+        help="store each distinct request body as DIR/<sha256>.json",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     server = LoopbackServer(
         lambda _r: args.answer,
@@ -372,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         latency_s=args.latency,
         faults=Faults(rate=args.fault_rate),
         lifetime_s=args.lifetime,
+        record_dir=args.record,
     ).start()
     print(server.url, flush=True)
     try:

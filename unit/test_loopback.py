@@ -126,3 +126,15 @@ def test_server_stops_by_itself():
     time.sleep(0.8)
     with pytest.raises((urllib.error.URLError, ConnectionError)):
         post(url, "/v1/messages", ANTHROPIC, {"x-api-key": KEY})
+
+
+def test_stats_route_and_recorded_bodies(tmp_path):
+    with LoopbackServer(echo, api_key=KEY, record_dir=tmp_path / "bodies") as s:
+        status, _ = post(s.url, "/v1/chat/completions", OPENAI, {"Authorization": f"Bearer {KEY}"})
+        assert status == 200
+        with urllib.request.urlopen(s.url + "/_loopback/stats", timeout=10) as resp:
+            stats = json.loads(resp.read())
+    assert stats["answered"] == 1 and stats["peak_in_flight"] == 1
+    assert stats["first_request_at"] <= stats["last_response_at"]
+    (recorded,) = (tmp_path / "bodies").iterdir()
+    assert json.loads(recorded.read_bytes()) == OPENAI  # the body as sent, once
