@@ -154,19 +154,20 @@ def project_root() -> Path:
     return Path(support.__file__).resolve().parent.parent
 
 
-def _git(folder: Path, *args: str) -> str | None:
-    """git's stdout in `folder`, stripped; None when git is absent, fails or times out."""
+def _stdout(command: list[str], timeout_s: float) -> str | None:
+    """A command's stdout, stripped; None when it is absent, fails or times out."""
     try:
         proc = subprocess.run(
-            ["git", "-C", str(folder), *args],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
     return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    """git's stdout in `folder`, stripped; None when git is absent, fails or times out."""
+    return _stdout(["git", "-C", str(folder), *args], GIT_TIMEOUT_S)
 
 
 def git_state(folder: Path) -> dict[str, Any]:
@@ -216,18 +217,9 @@ def gpu_names() -> list[str] | None:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
-    try:
-        proc = subprocess.run(
-            [exe, "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=GPU_QUERY_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    names = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
-    return names if proc.returncode == 0 and names else None
+    out = _stdout([exe, "--query-gpu=name", "--format=csv,noheader"], GPU_QUERY_TIMEOUT_S)
+    names = [line.strip() for line in (out or "").splitlines() if line.strip()]
+    return names or None
 
 
 def memory_bytes() -> int | None:

@@ -36,10 +36,11 @@ def cache_key(identity: Mapping[str, Any], request: Request, with_hints: bool = 
     return sha256_hex(canonical_json(material))
 
 
-class ResponseCache:
-    """sqlite-backed map key -> Response. One connection per thread; safe across processes."""
+class WalDatabase:
+    """One sqlite file in WAL mode with a connection per thread: safe across threads, processes
+    (xdist workers) and runs. `schema` (CREATE TABLE IF NOT EXISTS ...) runs once, at open."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, schema: str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -47,22 +48,41 @@ class ResponseCache:
         # that switch: processes starting together (xdist workers) create the file one at a time.
         # WAL mode is then stored in the file, so later connections only open it.
         with FileLock(f"{self.path}.lock", timeout=120):
-            conn = self._conn()
+            conn = self.conn()
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS responses ("
-                " key TEXT PRIMARY KEY, model TEXT NOT NULL, created REAL NOT NULL,"
-                " response TEXT NOT NULL)"
-            )
+            conn.execute(schema)
 
-    def _conn(self) -> sqlite3.Connection:
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit; BEGIN/COMMIT for a batch)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class ResponseCache:
+    """sqlite-backed map key -> Response. One connection per thread; safe across processes."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = WalDatabase(
+            path,
+            "CREATE TABLE IF NOT EXISTS responses ("
+            " key TEXT PRIMARY KEY, model TEXT NOT NULL, created REAL NOT NULL,"
+            " response TEXT NOT NULL)",
+        )
+        self.path = self._db.path
+
+    def _conn(self) -> sqlite3.Connection:
+        return self._db.conn()
 
     def get(self, key: str) -> Response | None:
         """The stored response for `key`, marked cached, or None."""
@@ -84,7 +104,4 @@ class ResponseCache:
         return self._conn().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._db.close()

@@ -23,7 +23,6 @@ modules (which import this one) are loaded when pytest starts.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from support.metrics import counts_by_cluster
+from support.metrics import bootstrap_clusters, counts_by_cluster
 
 Reduce = Callable[[np.ndarray], dict[str, np.ndarray]]
 TestName = Literal["mcnemar-exact", "permutation", "paired-bootstrap"]
@@ -177,17 +176,7 @@ def paired_bootstrap(
         with np.errstate(invalid="ignore"):
             return np.stack([np.asarray(rb[m], float) - np.asarray(ra[m], float) for m in metrics])
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # degenerate (all-equal, NaN) resamples are expected
-        res = stats.bootstrap(
-            (np.arange(len(names)),),
-            statistic,
-            vectorized=True,
-            n_resamples=n_resamples,
-            confidence_level=level,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
+    res = bootstrap_clusters(len(names), statistic, n_resamples, seed, level)
     dist = np.asarray(res.bootstrap_distribution).reshape(len(metrics), -1)
     alpha = (1 - level) / 2
     out: dict[str, PairedEstimate] = {}

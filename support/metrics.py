@@ -21,6 +21,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -70,6 +71,29 @@ class Estimate:
     high: float
 
 
+def bootstrap_clusters(
+    n_clusters: int,
+    statistic: Callable[..., np.ndarray],
+    n_resamples: int,
+    seed: int,
+    level: float = 0.95,
+) -> Any:
+    """scipy.stats.bootstrap (percentile, vectorised) over cluster indices 0..n_clusters-1:
+    `statistic(idx, axis)` gets resampled index arrays. Warnings of degenerate resamples (all
+    equal, NaN), expected on tiny subsets, are silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return stats.bootstrap(
+            (np.arange(n_clusters),),
+            statistic,
+            vectorized=True,
+            n_resamples=n_resamples,
+            confidence_level=level,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+
+
 def cluster_bootstrap(
     counts: np.ndarray,
     reduce: Callable[[np.ndarray], dict[str, np.ndarray]],
@@ -96,17 +120,7 @@ def cluster_bootstrap(
         values = reduce(summed)
         return np.stack([np.asarray(values[k], dtype=float) for k in names])
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # degenerate resamples are expected on tiny subsets
-        res = stats.bootstrap(
-            (np.arange(counts.shape[0]),),
-            statistic,
-            vectorized=True,
-            n_resamples=n_resamples,
-            confidence_level=level,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
+    res = bootstrap_clusters(counts.shape[0], statistic, n_resamples, seed, level)
     dist = np.asarray(res.bootstrap_distribution)  # (n_metrics, n_resamples)
     low = np.asarray(res.confidence_interval.low, dtype=float)
     high = np.asarray(res.confidence_interval.high, dtype=float)

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from filelock import FileLock
 
+from support.cache import WalDatabase
 from support.dynamic.embedder import Embedder
 
 _CHUNK = 500  # keys per SELECT (sqlite's variable limit is 999 on old builds)
@@ -36,23 +34,11 @@ class StoredEmbedder:
     def __init__(self, inner: Embedder, path: Path) -> None:
         self.inner = inner
         self.name = inner.name
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+        self._db = WalDatabase(
+            Path(path), "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB)"
+        )
+        self.path = self._db.path
         self.computed = 0  # texts embedded by `inner` through this object (for tests and logs)
-        with FileLock(f"{self.path}.lock", timeout=120):  # WAL switch needs the file alone
-            conn = self._conn()
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB)")
-
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-        return conn
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.name}\x1f{text}".encode()).hexdigest()
@@ -62,7 +48,7 @@ class StoredEmbedder:
         texts = [str(t) for t in texts]
         keys = {t: self._key(t) for t in dict.fromkeys(texts)}
         found: dict[str, np.ndarray] = {}
-        conn = self._conn()
+        conn = self._db.conn()
         wanted = list(keys.values())
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
