@@ -32,7 +32,7 @@ def pytest_html_results_summary(prefix: list, summary: list, postfix: list, sess
         compared = plugin.comparisons.get(name)
         if compared is not None and len(compared):
             postfix.append("<h3>Paired comparisons (b vs a, Holm-adjusted p)</h3>")
-            shown = with_intervals(compared.rename(columns={"diff_lo": "diff_lo"}), ["diff"])
+            shown = with_intervals(compared, ["diff"])
             shown = shown.drop(columns=["evaluation", "diff_se"], errors="ignore")
             postfix.append(shown.to_html(index=False, border=0, classes="vlmbench"))
         for path in plugin.files.get(name, []):

@@ -183,7 +183,7 @@ def p_text(p: float) -> str:
 
 def report_section(table: pd.DataFrame, notes: Sequence[str]) -> str:
     """The markdown section of report.md: one line per comparison and metric."""
-    from support.outputs import fmt, markdown_table
+    from support.outputs import markdown_table, with_intervals
 
     lines = [
         "\n## Paired comparisons (b vs a)\n",
@@ -191,27 +191,14 @@ def report_section(table: pd.DataFrame, notes: Sequence[str]) -> str:
         "same clusters); p from the named test, `p_holm` Holm-adjusted over this table.\n",
     ]
     if len(table):
-        shown = pd.DataFrame(
-            {
-                "field": table["field"],
-                "model": table["model"],
-                "a": table["a"],
-                "b": table["b"],
-                "metric": table["metric"],
-                "pairs": table["n_pairs"],
-                "a_value": [fmt(v) for v in table["a_value"]],
-                "b_value": [fmt(v) for v in table["b_value"]],
-                "diff [95% CI]": [
-                    f"{fmt(d)} [{fmt(lo)}, {fmt(hi)}]"
-                    for d, lo, hi in zip(
-                        table["diff"], table["diff_lo"], table["diff_hi"], strict=True
-                    )
-                ],
-                "p": [p_text(v) for v in table["p_value"]],
-                "p_holm": [p_text(v) for v in table["p_holm"]],
-                "test": table["test"],
-            }
+        columns = ["field", "model", "a", "b", "metric", "n_pairs", "a_value", "b_value"]
+        shown = with_intervals(
+            table[[*columns, "diff", "diff_lo", "diff_hi"]], ["a_value", "b_value", "diff"]
         )
+        shown["p"] = table["p_value"].map(p_text)
+        shown["p_holm"] = table["p_holm"].map(p_text)
+        shown["test"] = table["test"]
+        shown = shown.rename(columns={"n_pairs": "pairs", "diff": "diff [95% CI]"})
         lines.append(markdown_table(shown))
     else:
         lines.append("No comparison: the run has one model and no contrasting conditions.")

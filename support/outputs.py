@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -83,6 +84,12 @@ def calls_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
         for o in outcomes
     ]
     return pd.DataFrame(rows, columns=["model", "case_id", *RUN_FIELDS])
+
+
+def file_name(text: str) -> str:
+    """`text` as a file or folder name: characters other than letters, digits and `._-` become
+    `_` (a model name such as `planted:where=0.9,*=0.05` or `hf:/path/model`)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> Path:

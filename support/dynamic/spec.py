@@ -102,14 +102,20 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> DynamicSettings:
     )
 
 
-def data_files(settings: DynamicSettings, run: RunSettings) -> list[Path]:
-    """What the evaluation reads (for the manifest's fingerprint): the --dynamic-data folder or
-    the procedural set's folder."""
+def asset_folder(settings: DynamicSettings, run: RunSettings) -> Path:
+    """The objects' folder: --dynamic-data, or the procedural set in the cache (built on first
+    use)."""
     if settings.data:
-        return [Path(settings.data)]
+        return Path(settings.data)
     from support.dynamic.assets import ensure_assets
 
-    return [ensure_assets(run.cache_dir)]  # built by the run already: returned as is
+    return ensure_assets(run.cache_dir)
+
+
+def data_files(settings: DynamicSettings, run: RunSettings) -> list[Path]:
+    """What the evaluation reads (for the manifest's fingerprint): the objects' folder (built by
+    the run already: returned as is)."""
+    return [asset_folder(settings, run)]
 
 
 SPEC = EvaluationSpec(

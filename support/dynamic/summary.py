@@ -24,7 +24,6 @@ hard task NNNNNN = results' error_indices[NNNNNN]). Plus report.md and cumulativ
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -32,10 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.dynamic.assets import Asset, ensure_assets, read_assets
-from support.dynamic.spec import DynamicSettings
+from support.dynamic.assets import Asset, read_assets
+from support.dynamic.spec import DynamicSettings, asset_folder
 from support.dynamic.task import build_scene
-from support.outputs import atomic_write, atomic_write_text, markdown_table
+from support.outputs import atomic_write, atomic_write_text, file_name, markdown_table
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -110,25 +109,16 @@ def comparisons(
     from scipy.stats import fisher_exact
 
     from support.comparisons import holm_by_family
-    from support.contrasts import TABLE_COLUMNS
+    from support.contrasts import TABLE_COLUMNS, model_pairs, resolve
 
     tasks = {key: scored(outs) for key, outs in _searches(outcomes).items()}
     models = sorted({m for m, _ in tasks})
     searches = sorted({s for _, s in tasks}, key=lambda s: (s != "random", s))
     if requested:
-        wanted = [
-            ("model" if a in models else "search", a, b)
-            for a, b in requested
-            if {a, b} <= set(models) or {a, b} <= set(searches)
-        ]
-        notes = [
-            f"--compare {a},{b}: neither two models nor two searches of this run"
-            for a, b in requested
-            if not ({a, b} <= set(models) or {a, b} <= set(searches))
-        ]
+        wanted, notes = resolve(requested, {"model": models, "search": searches})
     else:
         wanted = [("search", "random", s) for s in searches if s != "random"]
-        wanted += [("model", a, b) for i, a in enumerate(models) for b in models[i + 1 :]]
+        wanted += model_pairs(models)
         notes = []
     rows = []
     for field, a, b in wanted:
@@ -171,9 +161,6 @@ def comparisons(
 
 
 # ---- AnyPoint's files -------------------------------------------------------------------------
-def folder_name(text: str) -> str:
-    """A model or search name as a folder: characters other than letters, digits, `._-` -> `_`."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
 
 
 def results_json(tasks: list[Outcome], settings: DynamicSettings, lam: float | None) -> dict:
@@ -252,12 +239,6 @@ def write_hard_data(
     return [tasks_file, info_file, *written]
 
 
-def _assets(run: RunSettings) -> dict[str, Asset]:
-    settings = run.evaluations.get("dynamic") or DynamicSettings()
-    folder = Path(settings.data) if settings.data else ensure_assets(run.cache_dir)
-    return read_assets(folder)
-
-
 def write_outputs(
     outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
 ) -> list[Path]:
@@ -270,12 +251,12 @@ def write_outputs(
         if not tasks:
             continue
         lam = outs[0].params.get("lambda")
-        folder = out_dir / folder_name(model) / folder_name(search)
+        folder = out_dir / file_name(model) / file_name(search)
         path = folder / "results.json"
         atomic_write_text(path, _json_text(results_json(tasks, settings, lam)))
         written.append(path)
         if any(o.status != "correct" for o in tasks):
-            assets = assets if assets is not None else _assets(run)
+            assets = assets if assets is not None else read_assets(asset_folder(settings, run))
             written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
     plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png")
     report = out_dir / "report.md"

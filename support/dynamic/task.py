@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.dynamic.assets import Asset, ensure_assets, read_assets
+from support.dynamic.assets import Asset, read_assets
 from support.dynamic.embedder import Embedder, load_embedder
 from support.dynamic.prompts import OptionSpace, letters, parse_choice, parse_choice_source
 from support.dynamic.prompts import prompt_text as build_prompt
@@ -33,7 +33,13 @@ from support.dynamic.questions import Task, evaluator_category
 from support.dynamic.render import render
 from support.dynamic.scenes import assemble, read_layouts
 from support.dynamic.search import Search, SearchConfig
-from support.dynamic.spec import IMAGE_SIZE, QUICK_ROUNDS, DynamicSettings, format_lambda
+from support.dynamic.spec import (
+    IMAGE_SIZE,
+    QUICK_ROUNDS,
+    DynamicSettings,
+    asset_folder,
+    format_lambda,
+)
 from support.dynamic.vectors import StoredEmbedder, store_path
 from support.evaluation import Evaluation
 from support.memo import OnceCache
@@ -106,7 +112,7 @@ class DynamicEvaluation(Evaluation):
 
     @classmethod
     def load(cls, run: RunSettings, settings: DynamicSettings) -> DynamicEvaluation:
-        folder = Path(settings.data) if settings.data else ensure_assets(run.cache_dir)
+        folder = asset_folder(settings, run)
         layouts = None
         if settings.data and (folder / LAYOUTS_FILE).is_file():
             layouts = read_layouts(folder / LAYOUTS_FILE)
@@ -153,9 +159,8 @@ class DynamicEvaluation(Evaluation):
         rounds = -(-self.settings.budget // self.settings.batch)
         out = []
         for sid, strategy, lam in self.searches():
-            group = {"search": sid, "strategy": strategy, "lambda": format_lambda(lam or 0.0)}
-            if lam is None:
-                group["lambda"] = ""
+            lam_text = "" if lam is None else format_lambda(lam)
+            group = {"search": sid, "strategy": strategy, "lambda": lam_text}
             for k in range(rounds):
                 params = {"search": sid, "strategy": strategy, "lambda": lam, "round": k}
                 after = round_case_id(sid, k - 1) if k else None

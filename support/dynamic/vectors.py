@@ -11,7 +11,6 @@ alone, so a text's vector never depends on the texts beside it.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,13 +18,14 @@ import numpy as np
 
 from support.cache import WalDatabase
 from support.dynamic.embedder import Embedder
+from support.outputs import file_name
 
 _CHUNK = 500  # keys per SELECT (sqlite's variable limit is 999 on old builds)
 
 
 def store_path(folder: Path, name: str) -> Path:
     """<folder>/<embedder name as a file name>.sqlite"""
-    return Path(folder) / (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") + ".sqlite")
+    return Path(folder) / f"{file_name(name)}.sqlite"
 
 
 class StoredEmbedder:
