@@ -9,6 +9,11 @@ backends see up to `concurrency` requests in flight, and local engines see whole
 `ModelClient.generate` is what evaluations await: cache lookup, then either a bounded call to the
 backend (`Backend.generate`) or, for backends with `max_batch`, a `MicroBatcher` that gathers the
 requests waiting at that moment into one `Backend.generate_batch` call.
+
+Cases are admitted in a window (`ModelClient.admitted`, twice the requests the model takes at
+once): a thousand submitted cases do not all build their requests (images decoded, encoded,
+base64-ed in worker threads) before the first one is sent, which would hold the GIL away from the
+loop and keep every image in memory at once.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from support.backends.api_keys import redact
@@ -167,6 +172,10 @@ class ModelClient:
         self._sem: asyncio.Semaphore | None = None
         batch = max_batch if max_batch is not None else backend.max_batch
         self.batcher = MicroBatcher(backend.generate_batch, batch) if batch and batch > 1 else None
+        # cases evaluating at once: twice what the backend takes at once, so the next requests
+        # are built while these are in flight
+        self.window = 2 * max(self.concurrency, batch or 1)
+        self._admit: asyncio.Semaphore | None = None
         self.sent = 0  # requests that reached the backend (errors included)
         self.cache_hits = 0
         self.in_flight = 0  # requests at the backend now
@@ -189,6 +198,15 @@ class ModelClient:
             "mean_batch": round(sum(sizes) / len(sizes), 2) if sizes else None,
             "max_batch": max(sizes, default=None),
         }
+
+    @contextlib.asynccontextmanager
+    async def admitted(self) -> AsyncIterator[None]:
+        """Hold one of the window's places while a case evaluates (see the module docstring).
+        A case waiting for an earlier round takes its place only after that round is done."""
+        if self._admit is None:
+            self._admit = asyncio.Semaphore(self.window)
+        async with self._admit:
+            yield
 
     def key(self, request: Request) -> str:
         return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)

@@ -317,6 +317,9 @@ def render(protocol: str, model: str, answers: list[str], usage: tuple[int, int]
 class _Handler(BaseHTTPRequestHandler):
     owner: LoopbackServer
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+    # headers and body go out in two writes: without TCP_NODELAY the body waits for the client's
+    # delayed ACK of the headers (~40 ms a response on Linux), whatever --latency says
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass

@@ -156,7 +156,8 @@ async def run_case(
         history = prior.history + prior.outcomes
     cc = CaseClient(client, history)
     try:
-        verdicts = await ev.evaluate(case, cc)
+        async with client.admitted():
+            verdicts = await ev.evaluate(case, cc)
         outcomes = outcomes_of(case, client.name, verdicts, cc.log)
     except BackendError as exc:
         return CaseResult((error_outcome(case, client.name, str(exc), cc.log),), history, exc)

@@ -8,6 +8,7 @@ hashes them.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -107,10 +108,16 @@ class Part:
     def is_image(self) -> bool:
         return self.image is not None
 
+    @functools.cached_property
+    def b64_ascii(self) -> bytes:
+        """The image as base64 (ASCII bytes), encoded once per part: a frame's part is sent in
+        dozens of requests."""
+        assert self.image is not None
+        return base64.b64encode(self.image)
+
     def b64(self) -> str:
         """The image as base64 text, as the vendors' APIs take it."""
-        assert self.image is not None
-        return base64.b64encode(self.image).decode("ascii")
+        return self.b64_ascii.decode("ascii")
 
     def canonical(self) -> dict[str, str]:
         if self.image is not None:

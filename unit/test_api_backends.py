@@ -41,6 +41,7 @@ from support.backends.gemini import (  # noqa: E402
     gemini_retryable,
 )
 from support.backends.openai_chat import (  # noqa: E402
+    IMAGE_SLOT,
     OpenAIChatBackend,
     openai_messages,
     openai_params,
@@ -548,3 +549,65 @@ def test_end_to_end_errors_never_show_the_key(provider):
     assert isinstance(exc, BackendError) and len(sent) == 1  # a 401 is not retried
     assert str(exc).startswith("m: ") and "[redacted]" in str(exc) and KEY not in str(exc)
     assert exc.__cause__ is None and exc.__suppress_context__
+
+
+def _sent_by(send, n: int) -> tuple[dict, dict]:
+    """The JSON body and headers of the one request `send(http_client)` posts (answered with
+    `n` choices)."""
+    seen: list = []
+    reply = {**OPENAI_BODY, "choices": OPENAI_BODY["choices"][-n:]}
+
+    def handler(http_request):
+        seen.append(http_request)
+        return httpx2.Response(200, json=reply)
+
+    asyncio.run(send(httpx2.AsyncClient(transport=httpx2.MockTransport(handler))))
+    (http_request,) = seen
+    return json.loads(http_request.content), dict(http_request.headers)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        interleaved(system="be brief", temperature=0.7, max_tokens=33),
+        interleaved(prefill="Answer: {", n=2, seed=7),
+        Request(parts=(Part.of_text('naïve «quoted» "text" \\ \n ✓'),), system="sys ✓"),
+        Request(parts=(Part.of_image(PNG1), Part.of_image(PNG1))),  # one part twice
+        Request(parts=(Part.of_text(f"holds the slot: {IMAGE_SLOT}"), Part.of_image(JPEG))),
+    ],
+    ids=["interleaved", "prefill-n-seed", "unicode-text", "repeated-image", "slot-in-text"],
+)
+@pytest.mark.parametrize("compatible", [True, False])
+def test_openai_body_is_what_the_sdk_create_sends(request_, compatible):
+    """The body the backend posts equals (as JSON) what the SDK's own chat.completions.create
+    sends for openai_params(request), with the same content type."""
+    native = compatible
+
+    async def ours(http_client):
+        backend = OpenAIChatBackend(
+            "m", "mod", api_key=KEY, base_url="http://h.test", compatible=compatible,
+            max_retries=0, http_client=http_client,
+        )  # fmt: skip
+        try:
+            await backend.generate(request_)
+        finally:
+            await backend.aclose()
+
+    async def sdk(http_client):
+        client = openai.AsyncOpenAI(api_key=KEY, base_url="http://h.test", http_client=http_client)
+        try:
+            await client.chat.completions.create(**openai_params(request_, "mod", native))
+        finally:
+            await client.close()
+
+    body, headers = _sent_by(ours, request_.n)
+    expected, expected_headers = _sent_by(sdk, request_.n)
+    assert body == expected
+    assert headers["content-type"] == expected_headers["content-type"] == "application/json"
+    assert body["messages"][-1 if not request_.prefill else -2]["role"] == "user"
+    urls = [
+        c["image_url"]["url"]
+        for c in body["messages"][-1 if not request_.prefill else -2]["content"]
+        if c["type"] == "image_url"
+    ]
+    assert urls == [f"data:{p.mime};base64,{p.b64()}" for p in request_.parts if p.is_image]

@@ -143,3 +143,40 @@ def test_a_round_sees_the_outcomes_before_it():
     last = asyncio.run(main())
     assert seen == [[], ["r0-m"], ["r0-m", "r1-m"]]
     assert [o.case_id for o in last.history] == ["r0-m", "r1-m"]
+
+
+class Counted:
+    """Counts the cases inside evaluate at once; each waits for `release` before answering."""
+
+    name = "toy"
+
+    def __init__(self) -> None:
+        self.inside = self.peak = 0
+        self.release = asyncio.Event()
+
+    async def evaluate(self, case: Case, client) -> Verdict:
+        self.inside += 1
+        self.peak = max(self.peak, self.inside)
+        await self.release.wait()
+        await client.generate(ask(case.id))
+        self.inside -= 1
+        return Verdict("correct")
+
+
+def test_cases_are_admitted_in_a_window_of_twice_the_concurrency():
+    """50 submitted cases, concurrency 2: at most 4 build their requests at once, and all
+    finish (a place is given back when a case ends)."""
+    ev, model = Counted(), client()
+    cases = [Case(f"c{i}", "toy") for i in range(50)]
+
+    async def go():
+        tasks = [asyncio.create_task(run_case(ev, c, model)) for c in cases]  # type: ignore[arg-type]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        seen = ev.peak
+        ev.release.set()
+        return seen, await asyncio.gather(*tasks)
+
+    seen, results = asyncio.run(go())
+    assert model.window == 4 and seen == 4 and ev.peak == 4
+    assert all(r.outcomes[0].status == "correct" for r in results)

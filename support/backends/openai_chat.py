@@ -16,20 +16,31 @@ Prefill (`prefill_mode`):
 Either way `Response.texts` holds only the generated text, never the prefill.
 
 `n` samples come from one call (`n=`); `seed` is sent when set (best effort on OpenAI's side).
+
+The body is built here (`openai_body`) and posted through the SDK's own `post` (its auth, retries,
+timeouts and error types, and the same `ChatCompletion` back): `chat.completions.create` would
+JSON-encode every image's base64 again on each request (a 1-2 MB string escaped and copied per
+call, most of the client's CPU on a frame shared by dozens of questions), where `openai_body`
+splices each part's base64, encoded once (`Part.b64_ascii`), into a JSON skeleton. The bytes are
+the JSON `create` sends for the same `openai_params` (unit/test_api_backends.py checks both).
 """
 
 from __future__ import annotations
 
+import json
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from support.backends.api_backend import ApiBackend, public_url
 from support.backends.api_keys import (
     MalformedResponse,
     is_malformed,
 )
-from support.types import Request, Response, Usage
+from support.types import Part, Request, Response, Usage
 
 NATIVE = "native"
 FALLBACK = "assistant-turn fallback"
@@ -37,7 +48,19 @@ FALLBACK = "assistant-turn fallback"
 CONTINUE_BODY = {"continue_final_message": True, "add_generation_prompt": False}
 
 
-def openai_messages(request: Request) -> list[dict[str, Any]]:
+# stands for an image's data URL in a body's JSON skeleton; random per process, so no prompt text
+# holds it (openai_body checks the count and encodes plainly if one ever did)
+IMAGE_SLOT = f"vlmbench-image-{uuid.uuid4().hex}"
+
+
+def data_url(part: Part) -> str:
+    """`data:<mime>;base64,<image>`: an image part as the Chat Completions API takes it."""
+    return f"data:{part.mime};base64,{part.b64()}"
+
+
+def openai_messages(
+    request: Request, image_url: Callable[[Part], str] = data_url
+) -> list[dict[str, Any]]:
     """System message, one user message with the parts in order, then the prefill if any."""
     messages: list[dict[str, Any]] = []
     if request.system:
@@ -45,8 +68,7 @@ def openai_messages(request: Request) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     for part in request.parts:
         if part.is_image:
-            url = f"data:{part.mime};base64,{part.b64()}"
-            content.append({"type": "image_url", "image_url": {"url": url}})
+            content.append({"type": "image_url", "image_url": {"url": image_url(part)}})
         else:
             content.append({"type": "text", "text": part.text or ""})
     messages.append({"role": "user", "content": content})
@@ -55,11 +77,16 @@ def openai_messages(request: Request) -> list[dict[str, Any]]:
     return messages
 
 
-def openai_params(request: Request, model_id: str, native_prefill: bool) -> dict[str, Any]:
+def openai_params(
+    request: Request,
+    model_id: str,
+    native_prefill: bool,
+    image_url: Callable[[Part], str] = data_url,
+) -> dict[str, Any]:
     """Keyword arguments of `chat.completions.create` for `request`."""
     params: dict[str, Any] = {
         "model": model_id,
-        "messages": openai_messages(request),
+        "messages": openai_messages(request, image_url),
         "temperature": request.temperature,
         # `max_tokens` is deprecated by OpenAI in favour of `max_completion_tokens` but still
         # accepted by the SDK, the chat models here and every OpenAI-compatible server
@@ -71,6 +98,29 @@ def openai_params(request: Request, model_id: str, native_prefill: bool) -> dict
     if request.prefill and native_prefill:
         params["extra_body"] = dict(CONTINUE_BODY)
     return params
+
+
+def _dumps(params: dict[str, Any]) -> bytes:
+    """The JSON of `params` as the SDK sends it (`extra_body` merged at the top level; the
+    settings of openai._utils._json.openapi_dumps: UTF-8, compact, no NaN)."""
+    extra = params.get("extra_body", {})
+    body = {k: v for k, v in params.items() if k != "extra_body"} | extra
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def openai_body(request: Request, model_id: str, native_prefill: bool) -> bytes:
+    """The JSON body of the Chat Completions call for `request`: what `chat.completions.create(
+    **openai_params(...))` sends (`extra_body` merged at the top level), with each image's
+    base64 copied in rather than JSON-encoded again."""
+    params = openai_params(request, model_id, native_prefill, image_url=lambda _: IMAGE_SLOT)
+    images = [p for p in request.parts if p.is_image]
+    pieces = _dumps(params).split(IMAGE_SLOT.encode())
+    if len(pieces) != len(images) + 1:  # a text held the slot: encode everything
+        return _dumps(openai_params(request, model_id, native_prefill))
+    out = [pieces[0]]
+    for part, rest in zip(images, pieces[1:], strict=True):
+        out += [f"data:{part.mime};base64,".encode(), part.b64_ascii, rest]
+    return b"".join(out)
 
 
 def openai_result(completion: Any) -> tuple[tuple[str, ...], Usage]:
@@ -125,13 +175,16 @@ class OpenAIChatBackend(ApiBackend):
             )
         return self._client
 
-    async def _once(self, params: dict[str, Any]) -> tuple[tuple[str, ...], Usage]:
-        completion = await self._get_client().chat.completions.create(**params)
+    async def _once(self, body: bytes) -> tuple[tuple[str, ...], Usage]:
+        # the SDK's generic POST (the client's JSON content type, auth, retries, timeouts)
+        completion = await self._get_client().post(
+            "/chat/completions", cast_to=ChatCompletion, content=body
+        )
         return openai_result(completion)
 
     async def generate(self, request: Request) -> Response:
-        params = openai_params(request, self.model_id, self.prefill_mode == NATIVE)
-        return await self._call(request, lambda: self._once(params), openai_retryable)
+        body = openai_body(request, self.model_id, self.prefill_mode == NATIVE)
+        return await self._call(request, lambda: self._once(body), openai_retryable)
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
