@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # the headlines are DataFrames; the gates never build one
+    import pandas as pd
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ import html
 import pytest
 
 from reports.plugin import REPORT_PLUGIN_KEY, interval_label
-from support.outputs import with_intervals
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -19,6 +18,8 @@ def pytest_html_results_summary(prefix: list, summary: list, postfix: list, sess
     plugin = session.config.stash.get(REPORT_PLUGIN_KEY, None)
     if plugin is None:
         return
+    from support.outputs import with_intervals  # pandas: imported at report time only
+
     for name, headline in plugin.headlines.items():
         metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
         label = interval_label(plugin.run)

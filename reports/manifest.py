@@ -246,7 +246,7 @@ def host_section() -> dict[str, Any]:
 
 
 class FileHashes:
-    """sha256 of files, memoised by (resolved path, size, mtime) in a JSON file.
+    """sha256 of files, memoised by (absolute path, size, mtime) in a JSON file.
 
     A file whose size or mtime (ns) changed is hashed again; `hashed` counts the files read in
     this object's life. `save()` merges into the file under a lock (runs may share a cache)."""
@@ -263,7 +263,7 @@ class FileHashes:
 
     def sha256(self, path: Path) -> tuple[int, str]:
         """(size in bytes, hex sha256) of a file (OSError if it cannot be read)."""
-        key = str(Path(path).resolve())
+        key = os.path.abspath(path)  # not resolve(): a symlink costs a re-hash, not 8 lstats/file
         before = os.stat(key)
         entry = self.entries.get(key)
         if (

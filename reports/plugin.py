@@ -10,30 +10,39 @@ write no files.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pytest
 
 from reports.gates import Gate, failed_gates
-from reports.manifest import write_manifest
 from support import evaluations
-from support.contrasts import evaluation_comparisons, power_table, report_section
-from support.outputs import (
-    atomic_write_text,
-    calls_table,
-    markdown_table,
-    usage_table,
-    with_intervals,
-    write_csv,
-    write_jsonl,
-)
 from support.settings import RunSettings
-from support.types import Outcome
+from support.types import Case, Outcome
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The run's files need pandas, scipy, statsmodels and matplotlib (~2 s of imports on a 2-core
+# machine): the functions below import them when the files are written, so a run's start-up (and
+# `--collect-only`) does not pay for them; once the first case has reported, a background thread
+# imports them while the others run (the controller mostly waits on the model then; under xdist
+# it only waits), so the files do not wait for them either.
+REPORT_MODULES = (
+    "reports.manifest",
+    "support.outputs",
+    "support.contrasts",
+    "statsmodels.stats.contingency_tables",
+    "statsmodels.stats.multitest",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
+)
 
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
 OUTCOMES_ATTR = "vlmbench_outcomes"  # TestReport attribute: list of Outcome JSON dicts
@@ -62,8 +71,23 @@ class ReportPlugin:
         self.engine_stats: dict[str, list[Mapping[str, Any]]] = {}  # process -> per-model stats
         self.comparisons: dict[str, pd.DataFrame] = {}  # evaluation -> comparisons.csv
         self.started = time.time()  # epoch s, at configure: the manifest's session start
+        self._to_import: list[str] = []  # imported in the background once cases report
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The modules the run's files will need (imported once the first case reports)."""
+        if session.config.option.collectonly or not session.items:
+            return
+        cases = (getattr(item, "callspec", None) for item in session.items)
+        found = (c.params.get("case") for c in cases if c is not None)
+        names = {case.evaluation for case in found if isinstance(case, Case)}
+        self._to_import = [*REPORT_MODULES, *(evaluations.spec(n).summary for n in sorted(names))]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self._to_import:  # the first case is done: requests are flowing
+            modules, self._to_import = self._to_import, []
+            threading.Thread(
+                target=_import_quietly, args=(modules,), name="vlmbench-imports", daemon=True
+            ).start()
         for d in getattr(report, OUTCOMES_ATTR, None) or ():
             o = Outcome.from_json(d)
             self.outcomes.setdefault((o.evaluation, o.case_id), o)
@@ -75,48 +99,70 @@ class ReportPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        run = self.run
         by_eval: dict[str, list[Outcome]] = defaultdict(list)
         for o in self.outcomes.values():
             by_eval[o.evaluation].append(o)
         for name, outs in sorted(by_eval.items()):
             outs.sort(key=lambda o: (o.model, o.case_id))
-            out_dir = run.results_dir / name / run.run_id
-            # the raw rows first: whatever fails after them, no computed outcome is lost
-            self.files[name] = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
-            module = evaluations.spec(name).summary_module()
-            summary = module.summarize(outs, n_resamples=run.bootstrap, seed=run.seed)
-            self.summaries[name] = summary
-            self.headlines[name] = module.headline(summary)
-            self.usage[name] = usage_table(outs)
-            self.files[name] += [
-                write_csv(summary, out_dir / "summary.csv"),
-                write_csv(self.usage[name], out_dir / "usage.csv"),
-                write_csv(calls_table(outs), out_dir / "calls.csv"),
-                *module.write_outputs(outs, summary, out_dir, run),
-            ]
-            compared = evaluation_comparisons(
-                name, module, outs, run.compare, run.bootstrap, run.seed
-            )
-            if compared is not None:
-                table, notes = compared
-                self.comparisons[name] = table
-                self.files[name].append(write_csv(table, out_dir / "comparisons.csv"))
-                report = out_dir / "report.md"
-                head = report.read_text(encoding="utf-8") if report.is_file() else ""
-                atomic_write_text(report, head + report_section(table, notes))
-            inv = session.config.invocation_params
-            self.files[name].append(
-                write_manifest(
-                    out_dir, name, outs, run, self.engine_stats, self.started, inv.args, inv.dir
-                )
-            )
+            self._write_files(session, name, outs)
         self.gate_messages = failed_gates(self.gates, self.headlines)
         if self.gate_messages and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _write_files(self, session: pytest.Session, name: str, outs: list[Outcome]) -> None:
+        """An evaluation's files, summary, headline and comparisons."""
+        from reports.manifest import write_manifest
+        from support.contrasts import evaluation_comparisons, report_section
+        from support.outputs import (
+            atomic_write_text,
+            calls_table,
+            usage_table,
+            write_csv,
+            write_jsonl,
+        )
+
+        run = self.run
+        out_dir = run.results_dir / name / run.run_id
+        # the raw rows first: whatever fails after them, no computed outcome is lost
+        self.files[name] = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
+        module = evaluations.spec(name).summary_module()
+        summary = module.summarize(outs, n_resamples=run.bootstrap, seed=run.seed)
+        self.summaries[name] = summary
+        self.headlines[name] = module.headline(summary)
+        self.usage[name] = usage_table(outs)
+        self.files[name] += [
+            write_csv(summary, out_dir / "summary.csv"),
+            write_csv(self.usage[name], out_dir / "usage.csv"),
+            write_csv(calls_table(outs), out_dir / "calls.csv"),
+            *module.write_outputs(outs, summary, out_dir, run),
+        ]
+        compared = evaluation_comparisons(name, module, outs, run.compare, run.bootstrap, run.seed)
+        if compared is not None:
+            table, notes = compared
+            self.comparisons[name] = table
+            self.files[name].append(write_csv(table, out_dir / "comparisons.csv"))
+            report = out_dir / "report.md"
+            head = report.read_text(encoding="utf-8") if report.is_file() else ""
+            atomic_write_text(report, head + report_section(table, notes))
+        inv = session.config.invocation_params
+        self.files[name].append(
+            write_manifest(
+                out_dir, name, outs, run, self.engine_stats, self.started, inv.args, inv.dir
+            )
+        )
+
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        tr = terminalreporter
+        if self.headlines or self.engine_stats:  # nothing to show after --collect-only
+            self._terminal_tables(terminalreporter)
+        for msg in self.gate_messages:
+            terminalreporter.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
+
+    def _terminal_tables(self, tr) -> None:
+        import pandas as pd
+
+        from support.contrasts import power_table
+        from support.outputs import markdown_table, with_intervals
+
         for name, headline in self.headlines.items():
             tr.write_sep("=", f"vlmbench: {name} ({interval_label(self.run)})")
             metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
@@ -166,8 +212,12 @@ class ReportPlugin:
                     "from the paired bootstrap's standard error"
                 )
                 tr.write_line(markdown_table(sizes))
-        for msg in self.gate_messages:
-            tr.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
+
+
+def _import_quietly(modules: list[str]) -> None:
+    for name in modules:  # a failure is raised again, where it matters, at report time
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
 
 
 def register_reporter(config: pytest.Config, run: RunSettings, gates: list[Gate]) -> ReportPlugin:

@@ -166,6 +166,24 @@ def mask_outline(mask: np.ndarray) -> np.ndarray:
     return m & ~ndimage.binary_erosion(m, border_value=0)
 
 
+def canvas_values(values: np.ndarray, box: Letterbox, fill: int | float | bool = 0) -> np.ndarray:
+    """(canvas_h, canvas_w) array of `values` (src_h, src_w) as the canvas shows them: each
+    canvas pixel takes the value of the image pixel its centre maps to (Letterbox.to_image_pixel);
+    padding gets `fill`. Same dtype as `values` (e.g. an int8 label map, one gather per frame)."""
+    v = np.asarray(values)
+    if v.shape != (box.src_h, box.src_w):
+        raise ValueError(f"array shape {v.shape} != letterbox source {(box.src_h, box.src_w)}")
+    out = np.full((box.canvas_h, box.canvas_w), fill, dtype=v.dtype)
+    xs = np.arange(box.pad_x, box.pad_x + box.resized_w)  # canvas columns of the content box
+    ys = np.arange(box.pad_y, box.pad_y + box.resized_h)  # canvas rows of the content box
+    cols = np.clip(np.floor((xs + 0.5 - box.pad_x) / box.scale_x).astype(int), 0, box.src_w - 1)
+    rows = np.clip(np.floor((ys + 0.5 - box.pad_y) / box.scale_y).astype(int), 0, box.src_h - 1)
+    out[box.pad_y : box.pad_y + box.resized_h, box.pad_x : box.pad_x + box.resized_w] = v[
+        np.ix_(rows, cols)
+    ]
+    return out
+
+
 def canvas_mask(mask: np.ndarray, box: Letterbox) -> np.ndarray:
     """(canvas_h, canvas_w) bool: canvas pixels whose centre maps (Letterbox.to_image_pixel) into
     a True pixel of the image-space `mask` (src_h, src_w). Padding is False.
@@ -173,16 +191,7 @@ def canvas_mask(mask: np.ndarray, box: Letterbox) -> np.ndarray:
     This is the mask as a model pointing at canvas pixels sees it: a canvas answer (x, y) is inside
     the structure exactly when canvas_mask[y, x] is True.
     """
-    m = np.asarray(mask, dtype=bool)
-    if m.shape != (box.src_h, box.src_w):
-        raise ValueError(f"mask shape {m.shape} != letterbox source {(box.src_h, box.src_w)}")
-    out = np.zeros((box.canvas_h, box.canvas_w), dtype=bool)
-    xs = np.arange(box.pad_x, box.pad_x + box.resized_w)  # canvas columns of the content box
-    ys = np.arange(box.pad_y, box.pad_y + box.resized_h)  # canvas rows of the content box
-    cols = np.clip(np.floor((xs + 0.5 - box.pad_x) / box.scale_x).astype(int), 0, box.src_w - 1)
-    rows = np.clip(np.floor((ys + 0.5 - box.pad_y) / box.scale_y).astype(int), 0, box.src_h - 1)
-    out[np.ix_(ys, xs)] = m[np.ix_(rows, cols)]
-    return out
+    return canvas_values(np.asarray(mask, dtype=bool), box, False)
 
 
 # ---- pinhole camera: pixels <-> 3D points --------------------------------------------------------

@@ -13,7 +13,7 @@ import hashlib
 import io
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -308,9 +308,12 @@ class Outcome:
             raise ValueError(f"unknown outcome status {self.status!r}")
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        # field by field, not dataclasses.asdict: its deep copy of every nested value was most
+        # of the cost of reporting an outcome (prediction and target are shared, never mutated)
+        d = {f.name: getattr(self, f.name) for f in OUTCOME_FIELDS}
         for name in ("group", "scores", "params", "extra"):
-            d[name] = dict(getattr(self, name))
+            d[name] = dict(d[name])
+        d["usage"] = asdict(self.usage)
         return d
 
     @classmethod
@@ -318,3 +321,6 @@ class Outcome:
         d = dict(d)
         d["usage"] = Usage(**d.get("usage", {}))
         return cls(**d)
+
+
+OUTCOME_FIELDS = fields(Outcome)

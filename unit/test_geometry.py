@@ -205,6 +205,26 @@ def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
             assert cm[y, x] == expected, (x, y, pixel)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 60),
+    st.integers(1, 60),
+    st.integers(4, 90),
+    st.integers(4, 90),
+    st.integers(0, 2**32 - 1),
+)
+def test_canvas_values_of_a_label_map_give_every_organs_canvas_mask(w, h, cw, ch, seed):
+    """One gather of the int8 label map (padding -1) == canvas_mask of each class's mask."""
+    from support.geometry import canvas_mask, canvas_values
+
+    labels = np.random.default_rng(seed).integers(-1, 4, (h, w)).astype(np.int8)
+    box = Letterbox(w, h, cw, ch)
+    on_canvas = canvas_values(labels, box, -1)
+    assert on_canvas.shape == (ch, cw) and on_canvas.dtype == np.int8
+    for organ in range(4):
+        assert np.array_equal(on_canvas == organ, canvas_mask(labels == organ, box))
+
+
 @settings(max_examples=80, deadline=None)
 @given(arrays(np.bool_, array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=40)))
 def test_interior_point_equals_whole_image_distance_argmax(mask):

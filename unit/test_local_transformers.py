@@ -291,6 +291,8 @@ def test_the_factory_puts_the_model_on_the_requested_device(tiny):
     assert run(b.generate(Request(parts=(Part.of_text("hi"),), max_tokens=3))).texts
     auto = create_backend(f"hf:{tiny}", BackendOptions())  # no --device: the backend decides
     assert auto.device == ("cuda" if torch.cuda.is_available() else "cpu")
+    named = create_backend(f"hf:{tiny}", BackendOptions(extra=(("device", "auto"),)))
+    assert named.device == auto.device
 
 
 def test_a_device_this_machine_lacks_is_unavailable_and_a_typo_is_an_error(tiny):

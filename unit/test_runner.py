@@ -180,3 +180,20 @@ def test_cases_are_admitted_in_a_window_of_twice_the_concurrency():
     seen, results = asyncio.run(go())
     assert model.window == 4 and seen == 4 and ev.peak == 4
     assert all(r.outcomes[0].status == "correct" for r in results)
+
+
+def test_outcome_json_equals_asdict_and_round_trips():
+    """Outcome.to_json (field by field) gives what dataclasses.asdict gives, and from_json
+    rebuilds the same outcome."""
+    from dataclasses import asdict
+
+    from support.types import Outcome
+
+    o = Outcome(
+        "c-m", "toy", "m", "wrong", group={"g": "G"}, cluster="v", scores={"hit": None},
+        prediction={"point": [1, 2]}, target={"present": 1}, usage=Usage(3, 4),
+        params={"row": 7}, extra={"k": [1]}, error=None,
+    )  # fmt: skip
+    d = o.to_json()
+    assert d == asdict(o) and list(d) == list(asdict(o))
+    assert Outcome.from_json(d) == o and Outcome.from_json(d).usage == Usage(3, 4)

@@ -7,9 +7,10 @@ first use only; the model loads lazily on the first batch (float32 on CPU, the c
 on CUDA) and the blocking torch work runs in a worker thread so the engine's loop stays free.
 Sampling is pure temperature sampling (top_k and top_p off, as the API backends' defaults).
 
-Device: `--device` (BackendOptions.extra "device": `cpu`, `cuda`, `cuda:1`, `mps`); without it,
-cuda when torch sees a CUDA device, else cpu. A device torch cannot parse raises ValueError; one
-this machine lacks raises BackendUnavailable (the model's cases skip with that reason).
+Device: `--device` (BackendOptions.extra "device": `auto`, `cpu`, `cuda`, `cuda:1`, `mps`);
+without it or with `auto`, cuda when torch sees a CUDA device, else cpu. A device torch cannot
+parse raises ValueError; one this machine lacks raises BackendUnavailable (the model's cases skip
+with that reason).
 
 Cache identity: the model id, its revision (a local folder's config, template and weight-file
 hash), and the device type (cpu/cuda/mps: the dtype and kernels differ, so do the answers; the
@@ -72,12 +73,12 @@ def folder_revision(path: Path) -> str:
 
 
 def resolve_device(name: str, device: str | None) -> str:
-    """The torch device to load on: `device` checked against this machine, or (None) cuda when
-    torch sees a CUDA device, else cpu. ValueError for a string torch does not parse,
+    """The torch device to load on: `device` checked against this machine, or (None or "auto")
+    cuda when torch sees a CUDA device, else cpu. ValueError for a string torch does not parse,
     BackendUnavailable for a device this machine does not have."""
     import torch
 
-    if not device:
+    if not device or device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     try:
         dev = torch.device(device)

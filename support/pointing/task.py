@@ -27,9 +27,9 @@ from PIL import Image, ImageDraw
 from support.backends.base import BackendError
 from support.backends.registry import model_spec
 from support.evaluation import Evaluation, linspace_subset
-from support.geometry import Letterbox, canvas_mask, interior_point, letterbox, mask_outline
+from support.geometry import Letterbox, canvas_values, interior_point, letterbox, mask_outline
 from support.memo import OnceCache
-from support.pointing.classes import CLASS_NAMES, ORGAN_IDS, ORGAN_SLUGS
+from support.pointing.classes import CLASS_NAMES, IGNORE, ORGAN_IDS, ORGAN_SLUGS
 from support.pointing.dataset import CholecSeg8k, is_hub_id
 from support.pointing.download import downloaded
 from support.pointing.parser import (
@@ -189,6 +189,7 @@ class PointingEvaluation(Evaluation):
         self._ds: CholecSeg8k | None = None
         self._ds_lock = threading.Lock()
         self._frames: OnceCache[int, tuple[Part, Letterbox | None, np.ndarray]] = OnceCache(256)
+        self._canvas_labels: OnceCache[int, np.ndarray] = OnceCache(256)
         self._targets: OnceCache[tuple[int, int], tuple[int, int] | None] = OnceCache(8192)
         self._truth: OnceCache[int, np.ndarray] = OnceCache(1 << 16)
         self._all_presence: np.ndarray | None = None  # writeup near misses for foreign plans
@@ -286,7 +287,14 @@ class PointingEvaluation(Evaluation):
         _, box, labels = self.frame(row)
         if box is None:
             return source_canvas_mask(labels == organ, self.canvas)
-        return canvas_mask(labels == organ, box)
+        return self._canvas_labels.get(row, self._label_canvas) == organ
+
+    def _label_canvas(self, row: int) -> np.ndarray:
+        # (canvas_h, canvas_w) int8 class ids as the canvas shows them (geometry.canvas_mask of
+        # every organ at once); the padding is IGNORE, never an organ
+        _, box, labels = self.frame(row)
+        assert box is not None
+        return canvas_values(labels, box, IGNORE)
 
     def target_point(self, row: int, organ: int) -> tuple[int, int] | None:
         """A canvas pixel (x, y) whose centre maps into the organ: the organ's most interior pixel
