@@ -7,7 +7,8 @@ Workload: the pointing evaluation on the synthetic CholecSeg8k-format data, `--s
 three conditions (30 x 12 organs x 3 = 1,080 requests), `--concurrency 32`, through the OpenAI SDK
 (`openai-compatible:bench`) to the loopback server (`python -m support.loopback`) in its own
 process, at 0 ms and 100 ms server latency. Each run gets a fresh server and a fresh response cache
-(a new --cache-dir holding hard links to the prepared synthetic data, no responses).
+(a new --cache-dir holding hard links to the prepared synthetic data; no responses and no stored
+canvases, so every frame is encoded again).
 
 Clients, each a whole subprocess timed from outside:
 - vlmbench: `pytest evals/pointing ... -p no:randomly -q` (no -n).
@@ -164,10 +165,11 @@ def vlmbench_cmd(url: str, cache_dir: Path, results_dir: Path) -> list[str]:
 
 
 def fresh_cache(prepared: Path, dest: Path) -> Path:
-    """`dest` with hard links to the prepared data of `prepared`, without its responses."""
+    """`dest` with hard links to the prepared data of `prepared`, without its responses and
+    without the stored canvases (a fresh run encodes every frame; the cached rerun reads them)."""
     shutil.copytree(
         prepared, dest, copy_function=os.link,
-        ignore=shutil.ignore_patterns("responses.sqlite*"),
+        ignore=shutil.ignore_patterns("responses.sqlite*", "canvases"),
     )  # fmt: skip
     return dest
 

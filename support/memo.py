@@ -1,4 +1,5 @@
-"""A bounded, thread-safe memo that computes each key once even when threads ask at the same time.
+"""Memos: `OnceCache`, bounded and thread-safe, computes each key once even when threads ask at
+the same time; `FileMemo` keeps derived bytes on disk across runs.
 
 functools.lru_cache lets concurrent callers compute the same key in parallel; when the engine
 starts dozens of cases that share one frame, that is dozens of decodes. Here late callers wait.
@@ -6,10 +7,14 @@ starts dozens of cases that share one frame, that is dozens of decodes. Here lat
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Generic, TypeVar
+
+from support.outputs import atomic_write
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -41,3 +46,27 @@ class OnceCache(Generic[K, V]):
                     self._values.popitem(last=False)
                 self._locks.pop(key, None)
         return value
+
+
+class FileMemo:
+    """`memo.get(name, make)`: the bytes of file `folder/name`, made by `make()` and written
+    (atomically) the first time. For derived data that is slow to make and identical on every
+    run, such as a frame letterboxed onto the canvas and PNG-encoded: the folder's name must
+    hold everything the bytes depend on. A file that cannot be written only costs making it
+    again next time."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.made = 0  # files made (not read) in this object's life
+
+    def get(self, name: str, make: Callable[[], bytes]) -> bytes:
+        path = self.folder / name
+        try:
+            return path.read_bytes()
+        except OSError:
+            pass
+        data = make()
+        self.made += 1
+        with contextlib.suppress(OSError):
+            atomic_write(path, lambda f: f.write(data))
+        return data

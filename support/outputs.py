@@ -10,9 +10,10 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where a table is built: workers import this module for its writers
+    import pandas as pd
 
 from support.types import Outcome
 
@@ -83,6 +84,8 @@ def calls_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
         {"model": o.model, "case_id": o.case_id, **{f: getattr(o, f) for f in RUN_FIELDS}}
         for o in outcomes
     ]
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=["model", "case_id", *RUN_FIELDS])
 
 
@@ -115,6 +118,8 @@ def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
         cost = cost_usd(model_id, o.usage)
         r["cost_usd"] = None if cost is None or r["cost_usd"] is None else r["cost_usd"] + cost
     columns = ["model", "cases", "input_tokens", "output_tokens", "cost_usd"]
+    import pandas as pd
+
     return pd.DataFrame([rows[m] for m in sorted(rows)], columns=columns)
 
 

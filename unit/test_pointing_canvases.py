@@ -1,0 +1,49 @@
+"""The pointing canvases kept across runs (support.memo.FileMemo in PointingEvaluation): a rerun
+reads the bytes a first run encoded, the same bytes a run without the store makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.memo import FileMemo
+from support.pointing.spec import PointingSettings
+from support.pointing.task import CANVAS_RECIPE, PointingEvaluation, canvas_folder
+from support.settings import RunSettings
+
+
+def load(data: Path, cache: Path, use_cache: bool = True) -> PointingEvaluation:
+    run = RunSettings(models=("chance",), samples=2, cache_dir=cache, use_cache=use_cache)
+    return PointingEvaluation.load(run, PointingSettings(cholecseg8k=str(data)))
+
+
+def test_a_rerun_reads_the_canvases_the_first_run_made(synthetic_cholecseg8k, tmp_path):
+    cache = tmp_path / "cache"
+    first = load(synthetic_cholecseg8k, cache)
+    rows = first.rows[:2]
+    made = {r: first.frame(r)[0].image for r in rows}
+    assert first._canvases is not None and first._canvases.made == 2
+    folder = canvas_folder(cache, first.ds.fingerprint)
+    assert CANVAS_RECIPE in folder.name and sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{r}.png" for r in rows
+    )
+
+    again = load(synthetic_cholecseg8k, cache)
+    assert {r: again.frame(r)[0].image for r in rows} == made
+    assert again._canvases is not None and again._canvases.made == 0  # read, not made
+
+    plain = load(synthetic_cholecseg8k, cache, use_cache=False)  # --no-cache: no store
+    assert plain._canvases is None
+    assert {r: plain.frame(r)[0].image for r in rows} == made
+    part, box, labels = plain.frame(rows[0])
+    assert part.mime == "image/png" and (box.src_w, box.src_h) == labels.shape[::-1]
+
+
+def test_file_memo_makes_once_and_survives_an_unwritable_folder(tmp_path):
+    memo = FileMemo(tmp_path / "m")
+    assert memo.get("a.bin", lambda: b"x") == b"x" and memo.made == 1
+    assert memo.get("a.bin", lambda: b"y") == b"x" and memo.made == 1  # kept
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    stuck = FileMemo(blocked)  # its files cannot be written: made every time, never raises
+    assert stuck.get("b.bin", lambda: b"z") == b"z" and stuck.get("b.bin", lambda: b"z") == b"z"
+    assert stuck.made == 2
