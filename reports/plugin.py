@@ -39,7 +39,6 @@ REPORT_MODULES = (
     "support.outputs",
     "support.contrasts",
     "statsmodels.stats.contingency_tables",
-    "statsmodels.stats.multitest",
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
 )

@@ -8,6 +8,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from support.comparisons import (
@@ -187,6 +189,22 @@ def test_holm_hand_computed():
     # capped at 1: 3 * 0.5 = 1.5 -> 1
     assert np.allclose(holm([0.5, 0.6, 0.7]), [1.0, 1.0, 1.0])
     assert holm([]).size == 0 and np.isnan(holm([np.nan])).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(0, 1), st.just(float("nan")), st.sampled_from([0.01, 0.05])),
+                max_size=30))  # fmt: skip
+def test_holm_agrees_with_statsmodels(p):
+    """holm (written here: statsmodels' Holm calls gc.collect() every time) == statsmodels'
+    multipletests(method="holm") on the finite p-values, ties and NaNs included."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(p, dtype=float)
+    ok = np.isfinite(p)
+    out = holm(p)
+    assert np.isnan(out[~ok]).all()
+    if ok.any():
+        assert np.allclose(out[ok], multipletests(p[ok], method="holm")[1], rtol=0, atol=1e-12)
 
 
 def test_holm_by_family():
