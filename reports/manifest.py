@@ -326,7 +326,7 @@ def data_fingerprint(paths: Sequence[Path], hashes: FileHashes) -> dict[str, Any
     "relative path, size, sha256" of every file, sorted by path, relative to the files' common
     folder (so the same data elsewhere gives the same fingerprint)."""
     files, missing = data_file_list(paths)
-    folders = [str(f.parent) for f in files] + [str(m.parent) for m in missing]
+    folders = sorted({str(f.parent) for f in files} | {str(m.parent) for m in missing})
     try:
         root = Path(os.path.commonpath(folders)) if folders else None
     except ValueError:  # different drives

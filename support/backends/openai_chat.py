@@ -30,10 +30,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from typing import Any
-
-import openai
-from openai.types.chat import ChatCompletion
+from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend, public_url
 from support.backends.api_keys import (
@@ -41,6 +38,12 @@ from support.backends.api_keys import (
     is_malformed,
 )
 from support.types import Part, Request, Response, Usage
+
+if TYPE_CHECKING:
+    import openai
+
+# the SDK (~0.8 s to import) is imported by the first call: a run whose answers are all cached
+# never needs it
 
 NATIVE = "native"
 FALLBACK = "assistant-turn fallback"
@@ -145,6 +148,8 @@ def openai_result(completion: Any) -> tuple[tuple[str, ...], Usage]:
 
 def openai_retryable(exc: BaseException) -> bool:
     """Outer retry: malformed bodies, and connection errors the SDK's retries let through."""
+    import openai
+
     if is_malformed(exc) or isinstance(exc, openai.APIResponseValidationError):
         return True
     return isinstance(exc, openai.APIConnectionError) and not isinstance(
@@ -165,6 +170,8 @@ class OpenAIChatBackend(ApiBackend):
             self.identity["base_url"] = public_url(self.base_url) if self.base_url else None
 
     def _get_client(self) -> openai.AsyncOpenAI:
+        import openai
+
         if self._client is None:
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key,
@@ -176,6 +183,8 @@ class OpenAIChatBackend(ApiBackend):
         return self._client
 
     async def _once(self, body: bytes) -> tuple[tuple[str, ...], Usage]:
+        from openai.types.chat import ChatCompletion
+
         # the SDK's generic POST (the client's JSON content type, auth, retries, timeouts)
         completion = await self._get_client().post(
             "/chat/completions", cast_to=ChatCompletion, content=body
