@@ -182,14 +182,18 @@ def test_mask_outline_ring() -> None:
     assert outline.sum() == 16 and not outline[2:5, 2:5].any()
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+# (image w, image h, canvas w, canvas h) px and an rng seed
+SIZES_AND_SEED = (
     st.integers(1, 60),
     st.integers(1, 60),
     st.integers(4, 90),
     st.integers(4, 90),
     st.integers(0, 2**32 - 1),
 )
+
+
+@settings(max_examples=60, deadline=None)
+@given(*SIZES_AND_SEED)
 def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
     """canvas_mask[y, x] is True exactly when canvas pixel (x, y)'s centre maps into the mask."""
     from support.geometry import canvas_mask
@@ -206,13 +210,7 @@ def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.integers(1, 60),
-    st.integers(1, 60),
-    st.integers(4, 90),
-    st.integers(4, 90),
-    st.integers(0, 2**32 - 1),
-)
+@given(*SIZES_AND_SEED)
 def test_canvas_values_of_a_label_map_give_every_organs_canvas_mask(w, h, cw, ch, seed):
     """One gather of the int8 label map (padding -1) == canvas_mask of each class's mask."""
     from support.geometry import canvas_mask, canvas_values
