@@ -376,6 +376,10 @@ class CholecSeg8k:
         img = self._rows.read("image", self._check_row(i))
         return img if img.mode == "RGB" else img.convert("RGB")
 
+    def frame_size(self, i: int) -> tuple[int, int]:
+        """(W, H) px of row i's frame, read from its header (854x480 for the real data)."""
+        return self._rows.size("image", self._check_row(i))
+
     def labels(self, i: int) -> np.ndarray:
         """(H, W) int8 class ids of row i from its colour mask; IGNORE (-1) for unknown colours."""
         mask = self._mask("color_mask", i)

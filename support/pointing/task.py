@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,10 @@ from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 # how a frame becomes the writeup's canvas image: a change here must change the stored canvases'
 # folder (canvas_folder), so it is part of the folder's name
 CANVAS_RECIPE = "letterbox-bicubic-black-png1"
+# how a target point is found on the canvas (each canvas pixel takes the label its centre maps
+# to, geometry.canvas_values; the organ's most interior pixel, geometry.interior_point): a change
+# here must change the name of the stored targets' folder (targets_folder)
+TARGET_RULE = "centre-labels-interior-edt-v1"
 
 CANVAS = (768, 768)  # (width, height) canvas px
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
@@ -118,6 +123,14 @@ def canvas_folder(cache_dir: Path, fingerprint: str) -> Path:
     folder's name holds the dataset's fingerprint, the canvas size and the recipe."""
     w, h = CANVAS
     return cache_dir / "canvases" / "cholecseg8k" / fingerprint[:16] / f"{w}x{h}-{CANVAS_RECIPE}"
+
+
+def targets_folder(cache_dir: Path, fingerprint: str) -> Path:
+    """Where the writeup's target points of a dataset are kept across runs (`<row>-<organ>.json`,
+    `[x, y]` canvas px or null): beside its canvases, the folder's name holding the target rule."""
+    return canvas_folder(cache_dir, fingerprint).with_name(
+        f"{CANVAS[0]}x{CANVAS[1]}-targets-{TARGET_RULE}"
+    )
 
 
 def prepared_dir(cache_dir: Path, key: str) -> Path:
@@ -199,12 +212,14 @@ class PointingEvaluation(Evaluation):
         self.canvas = CANVAS  # (width, height) px; source: the frame size of row 0 (see load)
         self._ds: CholecSeg8k | None = None
         self._ds_lock = threading.Lock()
-        self._frames: OnceCache[int, tuple[Part, Letterbox | None, np.ndarray]] = OnceCache(256)
+        self._frames: OnceCache[int, tuple[Part, Letterbox | None]] = OnceCache(256)
+        self._labels: OnceCache[int, np.ndarray] = OnceCache(256)
         self._canvas_labels: OnceCache[int, np.ndarray] = OnceCache(256)
         self._targets: OnceCache[tuple[int, int], tuple[int, int] | None] = OnceCache(8192)
         self._truth: OnceCache[int, np.ndarray] = OnceCache(1 << 16)
         self._all_presence: np.ndarray | None = None  # writeup near misses for foreign plans
         self._canvases: FileMemo | None = None  # the encoded canvases kept across runs (load)
+        self._stored_targets: FileMemo | None = None  # the target points kept across runs (load)
         self._presence_lock = threading.Lock()
 
     # ---- loading and cases -------------------------------------------------------------------
@@ -231,8 +246,9 @@ class PointingEvaluation(Evaluation):
         rows = linspace_subset(list(prepared.test_indices), run.samples)
         ev = cls(source, prepared, rows, settings, vids)
         ev._ds = ds
-        if run.use_cache:  # --no-cache: every canvas made again, nothing kept
+        if run.use_cache:  # --no-cache: every canvas and target made again, nothing kept
             ev._canvases = FileMemo(canvas_folder(run.cache_dir, ds.fingerprint))
+            ev._stored_targets = FileMemo(targets_folder(run.cache_dir, ds.fingerprint))
         if settings.source:  # the original's canvas: the size of the first frame
             ev.canvas = ds.image(0).size
         return ev
@@ -283,43 +299,43 @@ class PointingEvaluation(Evaluation):
         return self._truth.get(row, lambda r: self.ds.presence(r, 1))
 
     # ---- images and targets (memoised: many cases share a frame) -----------------------------
-    def frame(self, row: int) -> tuple[Part, Letterbox | None, np.ndarray]:
-        """The row's canvas image (PNG part), its letterbox (None: the frame itself is the
-        canvas, under source), and its (H, W) int8 label map."""
+    def frame(self, row: int) -> tuple[Part, Letterbox | None]:
+        """The row's canvas image (PNG part) and its letterbox (None: the frame itself is the
+        canvas, under source)."""
         return self._frames.get(row, self._load_frame)
 
-    def _load_frame(self, row: int) -> tuple[Part, Letterbox | None, np.ndarray]:
+    def labels(self, row: int) -> np.ndarray:
+        """The row's (H, W) int8 label map (frame pixels), decoded once, when a score or a target
+        needs it: a rerun that finds its canvases and targets stored decodes none."""
+        return self._labels.get(row, self.ds.labels)
+
+    def _load_frame(self, row: int) -> tuple[Part, Letterbox | None]:
         # lossless PNG at zlib level 1: 4x faster to encode than level 6 for ~17% more bytes
-        labels = self.ds.labels(row)  # (H, W), the frame's size
         if self.settings.source:  # the native frame, as the original sends it (lossless too)
-            return Part.of_image(self.ds.image(row), compress_level=1), None, labels
-        box = Letterbox(labels.shape[1], labels.shape[0], *CANVAS)
+            return Part.of_image(self.ds.image(row), compress_level=1), None
+        box = Letterbox(*self.ds.frame_size(row), *CANVAS)
         if self._canvases is None:
-            return Part.of_image(self._canvas_png(row)), box, labels
+            return Part.of_image(self._canvas_png(row)), box
         # kept across runs: a rerun (a cached one, or another model on the same data) reads the
         # canvas instead of decoding, resizing and encoding the frame (~50 ms a frame)
-        return (
-            Part.of_image(self._canvases.get(f"{row}.png", lambda: self._canvas_png(row))),
-            box,
-            labels,
-        )
+        return Part.of_image(self._canvases.get(f"{row}.png", lambda: self._canvas_png(row))), box
 
     def _canvas_png(self, row: int) -> bytes:
         return encode_image(letterbox(self.ds.image(row), CANVAS)[0], "PNG", compress_level=1)
 
     def organ_mask(self, row: int, organ: int) -> np.ndarray:
         """(canvas_h, canvas_w) bool: the canvas pixels that count as inside the organ."""
-        _, box, labels = self.frame(row)
+        _, box = self.frame(row)
         if box is None:
-            return source_canvas_mask(labels == organ, self.canvas)
+            return source_canvas_mask(self.labels(row) == organ, self.canvas)
         return self._canvas_labels.get(row, self._label_canvas) == organ
 
     def _label_canvas(self, row: int) -> np.ndarray:
         # (canvas_h, canvas_w) int8 class ids as the canvas shows them (geometry.canvas_mask of
         # every organ at once); the padding is IGNORE, never an organ
-        _, box, labels = self.frame(row)
+        _, box = self.frame(row)
         assert box is not None
-        return canvas_values(labels, box, IGNORE)
+        return canvas_values(self.labels(row), box, IGNORE)
 
     def target_point(self, row: int, organ: int) -> tuple[int, int] | None:
         """A canvas pixel (x, y) whose centre maps into the organ: the organ's most interior pixel
@@ -327,7 +343,17 @@ class PointingEvaluation(Evaluation):
         return self._targets.get((row, organ), self._find_target)
 
     def _find_target(self, key: tuple[int, int]) -> tuple[int, int] | None:
-        return interior_point(self.organ_mask(*key))
+        if self._stored_targets is None or self.settings.source:
+            return interior_point(self.organ_mask(*key))
+        # kept across runs, like the canvases: a rerun neither decodes the labels nor runs the
+        # distance transform (~5 ms an organ) for a target it found before
+        row, organ = key
+        stored = self._stored_targets.get(
+            f"{row}-{organ}.json",
+            lambda: json.dumps(interior_point(self.organ_mask(row, organ))).encode(),
+        )
+        point = json.loads(stored)
+        return (int(point[0]), int(point[1])) if point else None
 
     def answer(self, row: int, organ: int) -> str:
         """The ground-truth answer in the requested JSON format (few-shot examples, oracle)."""
@@ -446,7 +472,7 @@ class PointingEvaluation(Evaluation):
         """Whether canvas pixel `point` (x, y), mapped back to image pixels, lies in the organ."""
         if point is None:
             return False
-        _, box, labels = self.frame(row)
+        _, box = self.frame(row)
         if box is None:  # the original's test (pointing_metrics.py check_point_hit, 277-282)
             x, y = point
             return (
@@ -455,7 +481,7 @@ class PointingEvaluation(Evaluation):
                 and bool(self.organ_mask(row, organ)[y, x])
             )
         pixel = box.to_image_pixel(point[0] + 0.5, point[1] + 0.5)  # the pixel's centre
-        return pixel is not None and bool(labels[pixel[1], pixel[0]] == organ)
+        return pixel is not None and bool(self.labels(row)[pixel[1], pixel[0]] == organ)
 
     def _target_list(self, row: int, organ: int, present: int) -> list[int] | None:
         point = self.target_point(row, organ) if present else None
