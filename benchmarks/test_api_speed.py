@@ -16,7 +16,15 @@ Clients, each a whole subprocess timed from outside:
   an untimed first run), 32 in flight. Its bodies are read into memory before its first request;
   that read (wall and CPU) is subtracted, so its whole wall is interpreter start-up, imports,
   requests and exit.
-- inspect_ai: not run here; its column is reported as skipped (see `INSPECT_SKIP`).
+- vlmbench+canvases: the same command with the canvases of an earlier run kept in the cache dir
+  (a second model, or a second run, on the same data): what encoding the frames costs a run.
+- inspect_ai: benchmarks/inspect_client.py replaying the same recorded requests through
+  inspect_ai's eval() (`max_connections` 32, its default logging), when an interpreter has
+  inspect_ai: `BENCH_INSPECT_PYTHON` (e.g. a venv of its own: `pip install inspect_ai openai`),
+  else this one if it can import it. Not a dependency; skipped otherwise. A run takes ~100 s at
+  1,080 requests here, so it runs in the first `BENCH_INSPECT_ROUNDS` rounds only (default 1).
+  Its sample loading (reading and parsing the bodies, building the samples) is subtracted as
+  the bare client's is.
 
 P4: after the 0 ms run, the same command again against the same server and cache (every answer
 cached, 0 requests sent: asserted), against a bare parametrized pytest of the same size
@@ -62,6 +70,7 @@ from tabulate import tabulate
 
 REPO = Path(__file__).resolve().parents[1]
 BARE_CLIENT = REPO / "benchmarks" / "bare_client.py"
+INSPECT_CLIENT = REPO / "benchmarks" / "inspect_client.py"
 KEY = "sk-bench-loopback-0000"
 ANSWER = '{"name":"X","present":0,"point_canvas":null}'
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "30"))  # smaller for a smoke run only
@@ -72,7 +81,30 @@ N_ORGANS, N_CONDITIONS = 12, 3
 N_REQUESTS = SAMPLES * N_ORGANS * N_CONDITIONS  # one request per case: 1,080 at 30 samples
 TIMEOUT_S = 1800
 BARE_LIBRARY = available_library()
-INSPECT_SKIP = "inspect_ai is not importable (not a dependency of vlmbench)"
+INSPECT_ROUNDS = int(os.environ.get("BENCH_INSPECT_ROUNDS", "1"))
+
+
+def inspect_python() -> str | None:
+    """An interpreter that can import inspect_ai: BENCH_INSPECT_PYTHON, else this one; None if
+    neither can."""
+    for python in (os.environ.get("BENCH_INSPECT_PYTHON"), sys.executable):
+        if not python:
+            continue
+        probe = (
+            "import importlib.util, sys; sys.exit(importlib.util.find_spec('inspect_ai') is None)"
+        )
+        if subprocess.run([python, "-c", probe], capture_output=True, timeout=120).returncode == 0:
+            return python
+    return None
+
+
+INSPECT_PYTHON = inspect_python()
+INSPECT_SKIP = (
+    None
+    if INSPECT_PYTHON
+    else "skipped: inspect_ai is not importable (not a dependency of vlmbench; "
+    "BENCH_INSPECT_PYTHON names an interpreter that has it)"
+)
 
 
 @dataclass
@@ -164,13 +196,12 @@ def vlmbench_cmd(url: str, cache_dir: Path, results_dir: Path) -> list[str]:
     ]
 
 
-def fresh_cache(prepared: Path, dest: Path) -> Path:
-    """`dest` with hard links to the prepared data of `prepared`, without its responses and
-    without the stored canvases (a fresh run encodes every frame; the cached rerun reads them)."""
-    shutil.copytree(
-        prepared, dest, copy_function=os.link,
-        ignore=shutil.ignore_patterns("responses.sqlite*", "canvases"),
-    )  # fmt: skip
+def fresh_cache(prepared: Path, dest: Path, canvases: bool = False) -> Path:
+    """`dest` with hard links to the prepared data of `prepared`, without its responses and,
+    unless `canvases`, without the stored canvases (a fresh run encodes every frame; the cached
+    rerun reads them)."""
+    skip = ("responses.sqlite*",) if canvases else ("responses.sqlite*", "canvases")
+    shutil.copytree(prepared, dest, copy_function=os.link, ignore=shutil.ignore_patterns(*skip))
     return dest
 
 
@@ -192,16 +223,23 @@ def measure(url: str, client: str, latency_ms: int, rnd: int, cmd: list[str]) ->
 
 
 def run_vlmbench(
-    work: Path, prepared: Path, latency_ms: int, rnd: int, rerun: bool = False
+    work: Path,
+    prepared: Path,
+    latency_ms: int,
+    rnd: int,
+    rerun: bool = False,
+    canvases: bool = False,
 ) -> tuple[Run, float | None]:
-    """A fresh-cache run; with `rerun`, also the whole wall (s) of the same command again with
-    every answer cached (same server: the cache identity holds its URL)."""
-    tag = f"vlmbench-{latency_ms}-{rnd}"
-    cache = fresh_cache(prepared, work / f"cache-{tag}")
+    """A fresh-cache run (with `canvases`, the stored canvases kept); with `rerun`, also the
+    whole wall (s) of the same command again with every answer cached (same server: the cache
+    identity holds its URL)."""
+    client = "vlmbench+canvases" if canvases else "vlmbench"
+    tag = f"{client}-{latency_ms}-{rnd}"
+    cache = fresh_cache(prepared, work / f"cache-{tag}", canvases)
     try:
         with loopback(latency_ms) as url:
             cmd = vlmbench_cmd(url, cache, work / f"results-{tag}")
-            run, out = measure(url, "vlmbench", latency_ms, rnd, cmd)
+            run, out = measure(url, client, latency_ms, rnd, cmd)
             assert f"{N_REQUESTS} passed" in out, out[-2000:]
             if not rerun:
                 return run, None
@@ -235,13 +273,16 @@ def run_bare_pytest(work: Path) -> float:
     return ended_at - started_at
 
 
-def run_bare(bodies: Path, latency_ms: int, rnd: int) -> Run:
+def run_replay(
+    client: str, python: str, script: Path, bodies: Path, latency_ms: int, rnd: int
+) -> Run:
+    """A replaying client (bare_client.py, inspect_client.py) on the recorded bodies."""
     with loopback(latency_ms) as url:
-        cmd = [sys.executable, str(BARE_CLIENT), url, str(bodies), f"--concurrency={CONCURRENCY}"]
-        run, out = measure(url, "bare", latency_ms, rnd, cmd)
+        cmd = [python, str(script), url, str(bodies), f"--concurrency={CONCURRENCY}"]
+        run, out = measure(url, client, latency_ms, rnd, cmd)
     result = json.loads(out.strip().splitlines()[-1])
     assert result["n"] == result["ok"] == N_REQUESTS, result
-    run.client = f"bare ({result['library']})"
+    run.client = f"{client} ({result['library']})"
     run.excluded_s = result["load_s"]  # bodies in memory before the clock starts
     run.cpu_s -= result["load_cpu_s"]
     return run
@@ -277,10 +318,12 @@ def by(runs: list[Run], client: str, latency_ms: int | None = None) -> list[Run]
     ]  # fmt: skip
 
 
-def ratios(runs: list[Run], attr: str, latency_ms: int) -> list[float]:
-    """vlmbench / bare of `attr`, one ratio per round (the rounds pair the two clients)."""
-    a = {r.round: getattr(r, attr) for r in by(runs, "vlmbench", latency_ms)}
-    b = {r.round: getattr(r, attr) for r in by(runs, "bare", latency_ms)}
+def ratios(
+    runs: list[Run], attr: str, latency_ms: int, top: str = "vlmbench", bottom: str = "bare"
+) -> list[float]:
+    """`top` / `bottom` of `attr`, one ratio per round (the rounds pair the clients)."""
+    a = {r.round: getattr(r, attr) for r in by(runs, top, latency_ms)}
+    b = {r.round: getattr(r, attr) for r in by(runs, bottom, latency_ms)}
     return [a[k] / b[k] for k in sorted(a.keys() & b.keys())]
 
 
@@ -289,7 +332,7 @@ def report(
 ) -> tuple[str, dict]:
     """The printed tables and the summary for extra_info; `reruns`: (cached rerun, bare pytest,
     report time) whole walls per round; `load`: load averages before, after."""
-    clients = ["vlmbench", "bare"]
+    clients = ["vlmbench", "vlmbench+canvases", "bare", "inspect_ai"]
     names = {c: by(runs, c)[0].client for c in clients if by(runs, c)}
     rows = []
     for c in clients:
@@ -301,7 +344,8 @@ def report(
             med([r.cpu_s for r in by(runs, c)]),
             med([r.span_s for r in by(runs, c, 100)]),
         ])  # fmt: skip
-    rows.append(["inspect_ai", *["skipped"] * 4])  # INSPECT_SKIP, printed below the table
+    if INSPECT_SKIP:
+        rows.append(["inspect_ai", *["skipped"] * 4])  # INSPECT_SKIP, printed below the table
     head = ["client", "whole wall @0 ms (s)", "whole wall @100 ms (s)",
             "client CPU, both latencies (s)", "request span @100 ms (s)"]  # fmt: skip
     main = tabulate(rows, head, tablefmt="github")
@@ -320,7 +364,8 @@ def report(
         tablefmt="github",
     )  # fmt: skip
 
-    summary: dict = {"n_requests": N_REQUESTS, "runs": RUNS, "inspect_ai": INSPECT_SKIP}
+    summary: dict = {"n_requests": N_REQUESTS, "runs": RUNS}
+    summary["inspect_ai"] = INSPECT_SKIP or names.get("inspect_ai")
     summary["load_average_before_after"] = load
     summary["bare"] = BARE_LIBRARY or "skipped: none of aiohttp, httpx, httpx2 is importable"
     ratio_rows = []
@@ -333,6 +378,16 @@ def report(
             summary[key] = round(statistics.median(values), 3)
             summary[key + "_range"] = [round(min(values), 3), round(max(values), 3)]
             ratio_rows.append([f"vlmbench {label} / bare {label} @{ms} ms", med(values), goal])
+    if "vlmbench+canvases" in names and "bare" in names:
+        for ms in LATENCIES_MS:
+            values = ratios(runs, "whole_s", ms, "vlmbench+canvases")
+            summary[f"ratio_whole_canvases_{ms}ms"] = round(statistics.median(values), 3)
+            ratio_rows.append([f"vlmbench+canvases whole / bare whole @{ms} ms", med(values), ""])
+    if "inspect_ai" in names:
+        for ms in LATENCIES_MS:
+            values = ratios(runs, "whole_s", ms, "vlmbench", "inspect_ai")
+            summary[f"ratio_whole_inspect_{ms}ms"] = round(statistics.median(values), 3)
+            ratio_rows.append([f"vlmbench whole / inspect_ai whole @{ms} ms", med(values), ""])
     for c in names:
         per_req = [r.cpu_s / N_REQUESTS * 1000 for r in by(runs, c)]
         summary[f"cpu_ms_per_request_{c}"] = round(statistics.median(per_req), 3)
@@ -364,7 +419,7 @@ def report(
         f"{N_CONDITIONS} conditions), concurrency {CONCURRENCY}, medians (min-max) of "
         f"{RUNS} alternating round(s); load average (1, 5, 15 min) before {load[0]}, after "
         f"{load[1]}; bare client: {summary['bare']}\n"
-        f"{main}\ninspect_ai: {INSPECT_SKIP}\n\n"
+        f"{main}\ninspect_ai: {summary['inspect_ai']}\n\n"
         f"phases (P2; server-side times)\n{phases}\n\n{ratio_table}\n"
     )
     return text, summary
@@ -385,7 +440,12 @@ def test_api_speed_against_bare_client(benchmark, prepared):
             if cached_s is not None:
                 reruns.append((cached_s, run_bare_pytest(work), run.tail_s))
             if BARE_LIBRARY is not None:
-                runs.append(run_bare(bodies, ms, rnd))
+                runs.append(run_replay("bare", sys.executable, BARE_CLIENT, bodies, ms, rnd))
+            runs.append(run_vlmbench(work, cache, ms, rnd, canvases=True)[0])
+            if INSPECT_PYTHON is not None and rnd < INSPECT_ROUNDS:
+                runs.append(
+                    run_replay("inspect_ai", INSPECT_PYTHON, INSPECT_CLIENT, bodies, ms, rnd)
+                )
 
     benchmark.pedantic(one_round, rounds=RUNS, iterations=1)
     load_after = [round(x, 2) for x in os.getloadavg()]
