@@ -34,10 +34,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from support.pgt.answers import AI, REAL
+
+if TYPE_CHECKING:
+    import pandas as pd
+# pandas (~0.3 s to import) is imported by load_csv: the spec imports this module at start-up,
+# for every run and `pytest --help`
 
 DATASETS: dict[str, str] = {  # name -> CSV under --pgt-root (the source's data/, config.py:93-136)
     "df40": "df40/10k_sample_df40.csv",
@@ -232,6 +236,8 @@ def load_csv(
     paths = paths or ImagePaths()
     if not csv.is_file():
         raise DatasetError(f"{csv}: dataset CSV not found")
+    import pandas as pd
+
     try:
         frame = pd.read_csv(csv, dtype=str, keep_default_na=False, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
