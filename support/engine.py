@@ -13,7 +13,9 @@ requests waiting at that moment into one `Backend.generate_batch` call.
 Cases are admitted in a window (`ModelClient.admitted`, twice the requests the model takes at
 once): a thousand submitted cases do not all build their requests (images decoded, encoded,
 base64-ed in worker threads) before the first one is sent, which would hold the GIL away from the
-loop and keep every image in memory at once.
+loop and keep every image in memory at once. The window opens after the first case's first
+cache lookup: when that request is not cached, the backend's `start` (an SDK's import, its
+client) runs first, alone, instead of beside the other cases' image work.
 """
 
 from __future__ import annotations
@@ -176,6 +178,8 @@ class ModelClient:
         # are built while these are in flight
         self.window = 2 * max(self.concurrency, batch or 1)
         self._admit: asyncio.Semaphore | None = None
+        self._window_open = False  # one case at a time until the first lookup (module docstring)
+        self.started_backend = False  # whether the backend's start ran (not in a cached run)
         self.sent = 0  # requests that reached the backend (errors included)
         self.cache_hits = 0
         self.in_flight = 0  # requests at the backend now
@@ -202,22 +206,39 @@ class ModelClient:
     @contextlib.asynccontextmanager
     async def admitted(self) -> AsyncIterator[None]:
         """Hold one of the window's places while a case evaluates (see the module docstring).
-        A case waiting for an earlier round takes its place only after that round is done."""
+        A case waiting for an earlier round takes its place only after that round is done.
+        The first case evaluates alone until its first cache lookup (or its end)."""
         if self._admit is None:
-            self._admit = asyncio.Semaphore(self.window)
+            self._admit = asyncio.Semaphore(self.window if self._window_open else 1)
         async with self._admit:
-            yield
+            try:
+                yield
+            finally:
+                self._open_window()
+
+    def _open_window(self) -> None:
+        if self._window_open:
+            return
+        self._window_open = True
+        if self._admit is not None:  # one place was given: the others now
+            for _ in range(self.window - 1):
+                self._admit.release()
 
     def key(self, request: Request) -> str:
         return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)
 
     async def generate(self, request: Request) -> Response:
         key = self.key(request)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self.cache_hits += 1
-                return hit
+        hit = self.cache.get(key) if self.cache is not None else None
+        if not self._window_open:  # the run's first lookup
+            if hit is None and not self.started_backend:
+                self.started_backend = True
+                with contextlib.suppress(Exception):  # a failing start fails the call below
+                    await self.backend.start()
+            self._open_window()
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
         start = time.perf_counter()
         try:
             if self.batcher is not None:

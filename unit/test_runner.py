@@ -146,28 +146,39 @@ def test_a_round_sees_the_outcomes_before_it():
 
 
 class Counted:
-    """Counts the cases inside evaluate at once; each waits for `release` before answering."""
+    """Counts the cases inside evaluate at once; each waits for `release`, before its request
+    (`wait_first`) or after it."""
 
     name = "toy"
 
-    def __init__(self) -> None:
+    def __init__(self, wait_first: bool = False) -> None:
         self.inside = self.peak = 0
         self.release = asyncio.Event()
+        self.wait_first = wait_first
 
     async def evaluate(self, case: Case, client) -> Verdict:
         self.inside += 1
         self.peak = max(self.peak, self.inside)
-        await self.release.wait()
+        if self.wait_first:
+            await self.release.wait()
         await client.generate(ask(case.id))
+        await self.release.wait()
         self.inside -= 1
         return Verdict("correct")
 
 
-def test_cases_are_admitted_in_a_window_of_twice_the_concurrency():
-    """50 submitted cases, concurrency 2: at most 4 build their requests at once, and all
-    finish (a place is given back when a case ends)."""
-    ev, model = Counted(), client()
-    cases = [Case(f"c{i}", "toy") for i in range(50)]
+class Started(ScriptedBackend):
+    """A scripted backend that counts its `start` calls."""
+
+    starts = 0
+
+    async def start(self) -> None:
+        self.starts += 1
+
+
+def admit(ev: Counted, model: ModelClient, n: int = 50) -> tuple[int, list[CaseResult]]:
+    """Submit `n` cases; the peak inside evaluate before `release`, and the results."""
+    cases = [Case(f"c{i}", "toy") for i in range(n)]
 
     async def go():
         tasks = [asyncio.create_task(run_case(ev, c, model)) for c in cases]  # type: ignore[arg-type]
@@ -177,9 +188,36 @@ def test_cases_are_admitted_in_a_window_of_twice_the_concurrency():
         ev.release.set()
         return seen, await asyncio.gather(*tasks)
 
-    seen, results = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_cases_are_admitted_in_a_window_of_twice_the_concurrency():
+    """50 submitted cases, concurrency 2: once the first request is looked up, at most 4 cases
+    build their requests at once, and all finish (a place is given back when a case ends)."""
+    ev, model = Counted(), client()
+    seen, results = admit(ev, model)
     assert model.window == 4 and seen == 4 and ev.peak == 4
     assert all(r.outcomes[0].status == "correct" for r in results)
+
+
+def test_the_first_case_runs_alone_until_its_first_lookup():
+    """The other cases wait while the first builds its first request; then the window opens."""
+    ev, model = Counted(wait_first=True), client()
+    seen, results = admit(ev, model)
+    assert seen == 1  # the test above sees 4 at the same point, once the lookup is done
+    assert all(r.outcomes[0].status == "correct" for r in results)
+
+
+def test_the_backend_starts_once_before_a_first_request_that_is_not_cached(tmp_path):
+    backend = Started(lambda r: "yes", name="m")
+    model = ModelClient(backend, ResponseCache(tmp_path / "c.sqlite"), concurrency=2)
+    admit(Counted(), model, n=6)
+    assert backend.starts == 1 and model.started_backend and model.sent == 6
+
+    again = Started(lambda r: "yes", name="m")  # a rerun on the same cache: every answer stored
+    cached = ModelClient(again, ResponseCache(tmp_path / "c.sqlite"), concurrency=2)
+    admit(Counted(), cached, n=6)
+    assert again.starts == 0 and not cached.started_backend and cached.cache_hits == 6
 
 
 def test_outcome_json_equals_asdict_and_round_trips():

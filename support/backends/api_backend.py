@@ -58,6 +58,15 @@ class ApiBackend(Backend):
 
     __str__ = __repr__
 
+    def _get_client(self) -> Any:
+        """The SDK's client, made on first use (each provider's module)."""
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        """The SDK imported and its client made before the first request (the openai SDK takes
+        ~0.4 s to import alone, three times that beside the cases' image work)."""
+        self._get_client()
+
     async def _call(
         self,
         request: Request,

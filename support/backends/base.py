@@ -32,6 +32,12 @@ class Backend:
     max_batch: int | None = None
     default_concurrency: int = 8
 
+    async def start(self) -> None:
+        """Work before the run's first request that is better done alone, such as importing an
+        SDK and making its client. The engine awaits it once, before it lets the other cases
+        build their requests, and only when the first request is not cached. Nothing by
+        default."""
+
     async def generate(self, request: Request) -> Response:
         raise NotImplementedError
 
