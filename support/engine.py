@@ -15,7 +15,9 @@ once): a thousand submitted cases do not all build their requests (images decode
 base64-ed in worker threads) before the first one is sent, which would hold the GIL away from the
 loop and keep every image in memory at once. The window opens after the first case's first
 cache lookup: when that request is not cached, the backend's `start` (an SDK's import, its
-client) runs first, alone, instead of beside the other cases' image work.
+client) runs first, alone, instead of beside the other cases' image work. A first case that
+works longer than `alone_s` before its first lookup (a search planning its first round) opens
+the window then, so the other cases are not held behind it.
 """
 
 from __future__ import annotations
@@ -179,6 +181,7 @@ class ModelClient:
         self.window = 2 * max(self.concurrency, batch or 1)
         self._admit: asyncio.Semaphore | None = None
         self._window_open = False  # one case at a time until the first lookup (module docstring)
+        self.alone_s = 1.0  # seconds at most that the first case evaluates alone
         self.started_backend = False  # whether the backend's start ran (not in a cached run)
         self.sent = 0  # requests that reached the backend (errors included)
         self.cache_hits = 0
@@ -210,6 +213,8 @@ class ModelClient:
         The first case evaluates alone until its first cache lookup (or its end)."""
         if self._admit is None:
             self._admit = asyncio.Semaphore(self.window if self._window_open else 1)
+            if not self._window_open:
+                asyncio.get_running_loop().call_later(self.alone_s, self._open_window)
         async with self._admit:
             try:
                 yield

@@ -208,6 +208,36 @@ def test_the_first_case_runs_alone_until_its_first_lookup():
     assert all(r.outcomes[0].status == "correct" for r in results)
 
 
+def test_a_slow_first_case_holds_the_others_back_at_most_alone_s():
+    """A first case that works before its first request longer than `alone_s` (here: until the
+    others have run) does not keep them waiting: the window opens after `alone_s`."""
+    model = client()
+    model.alone_s = 0.05
+    first_done = asyncio.Event()
+    others: list[str] = []
+
+    class Slow:
+        name = "toy"
+
+        async def evaluate(self, case: Case, cl) -> Verdict:
+            if case.id == "c0":
+                await first_done.wait()  # set only once the others have run
+            else:
+                others.append(case.id)
+                if len(others) == 5:
+                    first_done.set()
+            await cl.generate(ask(case.id))
+            return Verdict("correct")
+
+    async def go():
+        cases = [Case(f"c{i}", "toy") for i in range(6)]
+        tasks = [asyncio.create_task(run_case(Slow(), c, model)) for c in cases]  # type: ignore[arg-type]
+        return await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+
+    results = asyncio.run(go())
+    assert all(r.outcomes[0].status == "correct" for r in results) and len(others) == 5
+
+
 def test_the_backend_starts_once_before_a_first_request_that_is_not_cached(tmp_path):
     backend = Started(lambda r: "yes", name="m")
     model = ModelClient(backend, ResponseCache(tmp_path / "c.sqlite"), concurrency=2)
