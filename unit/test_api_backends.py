@@ -428,6 +428,33 @@ def test_gemini_http_options_turn_retries_on():
     assert opts.retry_options.http_status_codes == [408, 429, 500, 502, 503, 504]
 
 
+def test_gemini_retries_a_timed_out_attempt_with_aiohttp_importable(monkeypatch):
+    """google-genai sends through aiohttp whenever it is importable, where a timed-out attempt
+    ends the call; the backend's own transport keeps it on httpx2, which retries it. aiohttp is
+    not a dependency, so the SDK is told it is there (its module flag; without the backend's
+    transport the call would then go to aiohttp, which is missing or does not retry)."""
+    from google.genai import _api_client
+
+    from support.loopback import Faults, LoopbackServer
+
+    monkeypatch.setattr(_api_client, "has_aiohttp", True)
+    faults = Faults(rate=1.0, kinds=("slow",), attempts=1, slow_s=1.0)  # first attempt: too slow
+    with LoopbackServer(lambda r: "yes", api_key=KEY, faults=faults, lifetime_s=60) as server:
+        backend = GeminiBackend(
+            "g", "loop-model", api_key=KEY, base_url=server.url, timeout_s=0.3, max_retries=2
+        )
+
+        async def go():
+            try:
+                return await backend.generate(Request(parts=(Part.of_text("hi"),)))
+            finally:
+                await backend.aclose()
+
+        response = asyncio.run(go())
+    assert response.text == "yes"
+    assert server.stats.faults == {"slow": 1} and server.stats.attempts == 2
+
+
 # -- prices ---------------------------------------------------------------------------------------
 
 

@@ -132,7 +132,15 @@ class GeminiBackend(ApiBackend):
         super().__init__(name, model_id, prefill_mode="model-turn fallback", **kw)
 
     def http_options(self) -> types.HttpOptions:
-        """Endpoint, timeout and retries of the client."""
+        """Endpoint, timeout, retries and HTTP stack of the client.
+
+        google-genai sends through aiohttp whenever aiohttp is importable, and there a timed-out
+        attempt ends the call (a bare TimeoutError, not retried). A transport of our own keeps
+        it on httpx2, whose timeouts it retries, whatever else is installed
+        (unit/test_api_pointing.py's fault test failed with aiohttp installed before)."""
+        import httpx2
+
+        own = {"transport": httpx2.AsyncHTTPTransport()} if self._http_client is None else None
         return types.HttpOptions(
             base_url=self.base_url,  # None: GOOGLE_GEMINI_BASE_URL, else the Gemini API
             timeout=round(self.timeout_s * 1000),  # milliseconds, per attempt
@@ -143,6 +151,7 @@ class GeminiBackend(ApiBackend):
                 http_status_codes=RETRY_STATUS_CODES,
             ),
             httpx_async_client=self._http_client,
+            async_client_args=own,
         )
 
     def _get_client(self) -> genai.Client:
