@@ -49,6 +49,7 @@ only that every request was answered and the counts match; times are never asser
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -86,9 +87,10 @@ BARE_LIBRARY = available_library()
 INSPECT_ROUNDS = int(os.environ.get("BENCH_INSPECT_ROUNDS", "1"))
 
 
+@functools.cache
 def inspect_python() -> str | None:
     """An interpreter that can import inspect_ai: BENCH_INSPECT_PYTHON, else this one; None if
-    neither can."""
+    neither can. Probed once, when the benchmark runs (not when pytest collects this module)."""
     for python in (os.environ.get("BENCH_INSPECT_PYTHON"), sys.executable):
         if not python:
             continue
@@ -100,11 +102,8 @@ def inspect_python() -> str | None:
     return None
 
 
-INSPECT_PYTHON = inspect_python()
 INSPECT_SKIP = (
-    None
-    if INSPECT_PYTHON
-    else "skipped: inspect_ai is not importable (not a dependency of vlmbench; "
+    "skipped: inspect_ai is not importable (not a dependency of vlmbench; "
     "BENCH_INSPECT_PYTHON names an interpreter that has it)"
 )
 
@@ -349,7 +348,7 @@ def report(
             med([r.cpu_s for r in by(runs, c)]),
             med([r.span_s for r in by(runs, c, 100)]),
         ])  # fmt: skip
-    if INSPECT_SKIP:
+    if inspect_python() is None:
         rows.append(["inspect_ai", *["skipped"] * 4])  # INSPECT_SKIP, printed below the table
     head = ["client", "whole wall @0 ms (s)", "whole wall @100 ms (s)",
             "client CPU, both latencies (s)", "request span @100 ms (s)"]  # fmt: skip
@@ -371,7 +370,7 @@ def report(
 
     summary: dict = {"n_requests": N_REQUESTS, "runs": RUNS}
     inspect_ran = f"ran in the first {INSPECT_ROUNDS} round(s): {names.get('inspect_ai')}"
-    summary["inspect_ai"] = INSPECT_SKIP or inspect_ran
+    summary["inspect_ai"] = inspect_ran if inspect_python() else INSPECT_SKIP
     summary["load_average_before_after"] = load
     summary["bare"] = BARE_LIBRARY or "skipped: none of aiohttp, httpx, httpx2 is importable"
     ratio_rows = []
@@ -458,9 +457,9 @@ def test_api_speed_against_bare_client(benchmark, prepared):
             if BARE_LIBRARY is not None:
                 runs.append(run_replay("bare", sys.executable, BARE_CLIENT, bodies, ms, rnd))
             runs.append(run_vlmbench(work, cache, ms, rnd, canvases=True)[0])
-            if INSPECT_PYTHON is not None and rnd < INSPECT_ROUNDS:
+            if inspect_python() is not None and rnd < INSPECT_ROUNDS:
                 runs.append(
-                    run_replay("inspect_ai", INSPECT_PYTHON, INSPECT_CLIENT, bodies, ms, rnd)
+                    run_replay("inspect_ai", inspect_python(), INSPECT_CLIENT, bodies, ms, rnd)
                 )
 
     benchmark.pedantic(one_round, rounds=RUNS, iterations=1)
