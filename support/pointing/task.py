@@ -248,7 +248,8 @@ class PointingEvaluation(Evaluation):
         ev._ds = ds
         if run.use_cache:  # --no-cache: every canvas and target made again, nothing kept
             ev._canvases = FileMemo(canvas_folder(run.cache_dir, ds.fingerprint))
-            ev._stored_targets = FileMemo(targets_folder(run.cache_dir, ds.fingerprint))
+            if not settings.source:  # the writeup canvas's targets (source: the frame's)
+                ev._stored_targets = FileMemo(targets_folder(run.cache_dir, ds.fingerprint))
         if settings.source:  # the original's canvas: the size of the first frame
             ev.canvas = ds.image(0).size
         return ev
@@ -343,7 +344,7 @@ class PointingEvaluation(Evaluation):
         return self._targets.get((row, organ), self._find_target)
 
     def _find_target(self, key: tuple[int, int]) -> tuple[int, int] | None:
-        if self._stored_targets is None or self.settings.source:
+        if self._stored_targets is None:
             return interior_point(self.organ_mask(*key))
         # kept across runs, like the canvases: a rerun neither decodes the labels nor runs the
         # distance transform (~5 ms an organ) for a target it found before
