@@ -1,12 +1,18 @@
 """A tiny randomly initialised LLaVA-style VLM, built in code and saved like a user's model.
 
 The folder loads offline with `AutoProcessor.from_pretrained(path)` and
-`AutoModelForImageTextToText.from_pretrained(path)`: a CLIP vision tower (64x64 px input, 16 px
-patches: 16 image tokens per image), a 2-layer Llama text model, a byte-level BPE tokenizer
-trained here on the pointing prompts, a CLIP image processor that shrinks the 768x768 canvases to
-64x64, and a role-tagged chat template. Its answers are nonsense text: it exists so the local
-backends' whole path (template, processor, batching, generate, decode) runs in seconds on a CPU.
-Deterministic from the seed; about 1.1 MB on disk (vocabulary 1024 tokens).
+`AutoModelForImageTextToText.from_pretrained(path)`, and vLLM loads it too (`vllm:DIR`, the
+CPU build included): a CLIP vision tower (64x64 px input, 16 px patches: 16 image tokens per
+image), a 2-layer Llama text model, a byte-level BPE tokenizer trained here on the pointing
+prompts, a CLIP image processor that shrinks the 768x768 canvases to 64x64, and a role-tagged chat
+template. Its answers are nonsense text: it exists so the local backends' whole path (template,
+processor, batching, generate, decode) runs in seconds on a CPU. Deterministic from the seed;
+about 1.1 MB on disk (vocabulary 1024 tokens).
+
+Two things make one folder serve both engines: the text model's attention heads are 32 wide
+(vLLM's CPU attention has no kernel for head_dim 16), and the weights are saved under the hub
+checkpoints' tensor names (`vision_tower.vision_model.*`, as llava-hf/llava-1.5-7b-hf), which
+vLLM's LLaVA loader expects and transformers maps back on load.
 
     python -m support.synthetic.tiny_vlm --out DIR [--seed S]
 """
@@ -23,7 +29,7 @@ from support.pointing.classes import CLASS_NAMES
 from support.pointing.parser import format_pointing
 from support.pointing.prompts import SYSTEM_PROMPT, user_prompt
 
-VERSION = "v1"  # bump when the architecture, tokenizer or template changes: it names the folder
+VERSION = "v2"  # bump when the architecture, tokenizer or template changes: it names the folder
 IMAGE_SIZE = 64  # px, the vision tower's square input
 PATCH_SIZE = 16  # px -> (64 / 16)^2 = 16 patch tokens per image (+1 CLS, dropped by "default")
 VOCAB_SIZE = 1024  # tokens of the trained BPE vocabulary, special tokens included
@@ -129,8 +135,8 @@ def build_tiny_vlm(out_dir: Path, seed: int = 0) -> Path:
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
+        num_attention_heads=2,  # head_dim 64 / 2 = 32: the smallest vLLM's CPU attention runs
+        num_key_value_heads=2,
         max_position_embeddings=4096,  # tokens
         bos_token_id=ids["<s>"],
         eos_token_id=ids["</s>"],
@@ -151,8 +157,26 @@ def build_tiny_vlm(out_dir: Path, seed: int = 0) -> Path:
     gen.eos_token_id = [ids["</s>"], ids[END_TOKEN]]  # end of text or of the assistant turn
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
+    hub_tensor_names(out_dir / "model.safetensors")
     processor.save_pretrained(out_dir)
     return out_dir
+
+
+def hub_tensor_names(weights: Path) -> None:
+    """Rename the vision tower's tensors in a saved LLaVA file to the hub checkpoints' names:
+    transformers 5 writes `vision_tower.embeddings.*`, the llava-hf checkpoints (and vLLM's
+    loader) have `vision_tower.vision_model.embeddings.*`; transformers loads either."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(str(weights), "pt") as f:
+        metadata = f.metadata()
+    prefix, hub = "vision_tower.", "vision_tower.vision_model."
+    tensors = {
+        hub + k[len(prefix) :] if k.startswith(prefix) and not k.startswith(hub) else k: v
+        for k, v in load_file(str(weights)).items()
+    }
+    save_file(tensors, str(weights), metadata=metadata)
 
 
 def ensure_tiny_vlm(cache_dir: Path, seed: int = 0) -> Path:
