@@ -10,7 +10,8 @@ The controller's reporter (reports.plugin) writes one per evaluation at session 
               resamples, run id, and the evaluation's settings object
     data      sha256 over the sorted (relative path, size, sha256 of content) of the files the
               evaluation reads (its spec's `data_files`); each file's sha256 is memoised by
-              (path, size, mtime) in a JSON file in the cache folder, so a 3 GB file is hashed once
+              (path, size, mtime) in a JSON file in the cache folder (support.file_hashes), so a
+              3 GB file is hashed once
     prompts   sha256 of the source file of each prompt module (the spec's `prompt_modules`), and
               the outcomes' prompt hashes: how many, how many distinct, a digest of the distinct
     models    per `--model`: kind and provider (the registry), the backend's identity as the
@@ -27,7 +28,6 @@ backend). Nothing here raises on a missing git, GPU or data file: the value is n
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -50,6 +50,7 @@ from support import evaluations
 from support.backends.api_keys import redact
 from support.backends.registry import model_spec
 from support.cache import SCHEMA_VERSION
+from support.file_hashes import HASH_MEMO, FileHashes
 from support.outputs import atomic_write_text
 from support.settings import RunSettings
 from support.types import Outcome, sha256_hex
@@ -83,7 +84,6 @@ PACKAGES = (
 )
 GIT_TIMEOUT_S = 10.0
 GPU_QUERY_TIMEOUT_S = 10.0
-HASH_MEMO = "file-hashes.json"  # in the run's cache folder
 MAX_LISTED_MISSING = 20  # missing data files named in the manifest (all are counted)
 HIDDEN = "."  # files and folders whose names start so are skipped when a folder is hashed
 
@@ -243,61 +243,6 @@ def host_section() -> dict[str, Any]:
 
 
 # --- data -----------------------------------------------------------------------------------------
-
-
-class FileHashes:
-    """sha256 of files, memoised by (absolute path, size, mtime) in a JSON file.
-
-    A file whose size or mtime (ns) changed is hashed again; `hashed` counts the files read in
-    this object's life. `save()` merges into the file under a lock (runs may share a cache)."""
-
-    def __init__(self, memo: Path | None) -> None:
-        self.memo = memo
-        self.entries: dict[str, dict[str, Any]] = {}
-        self.hashed = 0
-        if memo is not None and memo.is_file():
-            try:
-                self.entries = dict(json.loads(memo.read_text(encoding="utf-8"))["files"])
-            except (OSError, ValueError, KeyError, TypeError):
-                self.entries = {}  # an unreadable memo only costs hashing again
-
-    def sha256(self, path: Path) -> tuple[int, str]:
-        """(size in bytes, hex sha256) of a file (OSError if it cannot be read)."""
-        key = os.path.abspath(path)  # not resolve(): a symlink costs a re-hash, not 8 lstats/file
-        before = os.stat(key)
-        entry = self.entries.get(key)
-        if (
-            isinstance(entry, dict)
-            and entry.get("size") == before.st_size
-            and entry.get("mtime_ns") == before.st_mtime_ns
-        ):
-            return before.st_size, str(entry["sha256"])
-        with open(key, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
-        self.hashed += 1
-        after = os.stat(key)
-        if (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns):
-            self.entries[key] = {
-                "size": after.st_size,
-                "mtime_ns": after.st_mtime_ns,
-                "sha256": digest,
-            }
-        return before.st_size, digest
-
-    def save(self) -> None:
-        """Write the memo (merged with what other runs wrote meanwhile); never raises."""
-        if self.memo is None or not self.hashed:
-            return
-        from filelock import FileLock
-
-        try:
-            with FileLock(f"{self.memo}.lock", timeout=30):
-                merged = FileHashes(self.memo).entries
-                merged.update(self.entries)
-                text = json.dumps({"version": 1, "files": merged}, sort_keys=True)
-                atomic_write_text(self.memo, text)
-        except Exception:  # an unwritable cache folder only costs hashing again next time
-            pass
 
 
 def data_file_list(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:

@@ -57,6 +57,8 @@ class BackendOptions:
     max_retries: int = 5  # SDK retries of an API request (429, 5xx, timeouts, connection errors)
     # local engines: ("gpus", (0, 1)), ("max_batch", N), ("device", "cuda:1"), ...
     extra: tuple[tuple[str, Any], ...] = ()
+    # the run's cache folder (local models memoise their weight hashes there); None: unknown
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True)

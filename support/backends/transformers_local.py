@@ -12,17 +12,18 @@ without it or with `auto`, cuda when torch sees a CUDA device, else cpu. A devic
 parse raises ValueError; one this machine lacks raises BackendUnavailable (the model's cases skip
 with that reason).
 
-Cache identity: the model id, its revision (a local folder's config, template and weight-file
-hash), and the device type (cpu/cuda/mps: the dtype and kernels differ, so do the answers; the
-device index does not matter). Not the transformers or torch version: an upgrade re-using the same
-weights, template and dtype gives the same answers up to floating-point noise, so cached answers
-are kept (bump support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
+Cache identity: the model id, its revision (support.backends.model_folder: a local folder's
+config, tokenizer and template files and each weight file's name, size and content sha256, the
+hashes memoised in `<cache-dir>/file-hashes.json`; a hub id's locally cached commit), and the
+device type (cpu/cuda/mps: the dtype and kernels differ, so do the answers; the device index does
+not matter). Not the transformers or torch version: an upgrade re-using the same weights, template
+and dtype gives the same answers up to floating-point noise, so cached answers are kept (bump
+support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib.metadata
 import importlib.util
 import threading
@@ -31,45 +32,11 @@ from typing import Any
 
 from support.backends.base import Backend, BackendError, BackendUnavailable
 from support.backends.chat_template import render_prompt, request_images
+from support.backends.model_folder import local_path, revision_for
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_BATCH = 8  # requests per generate_batch call
 DEFAULT_MAX_NEW_TOKENS = 64  # tokens; caps each request's max_tokens
-# small files that determine the answers, hashed whole into the revision of a local model
-CONFIG_FILES = (
-    "config.json",
-    "generation_config.json",
-    "model.safetensors.index.json",
-    "pytorch_model.bin.index.json",
-    "chat_template.jinja",
-    "chat_template.json",
-    "processor_config.json",
-    "preprocessor_config.json",
-    "tokenizer_config.json",
-    "tokenizer.json",
-)
-WEIGHT_PATTERNS = ("*.safetensors", "*.bin")  # weight files enter by name and size (bytes) only
-
-
-def local_path(model_id: str) -> Path | None:
-    """The folder `model_id` names, or None for a hub id ("org/name" or "name")."""
-    path = Path(model_id).expanduser()
-    if path.exists() or model_id.startswith(("/", ".", "~")) or model_id.count("/") > 1:
-        return path
-    return None
-
-
-def folder_revision(path: Path) -> str:
-    """sha256 of the folder's config, tokenizer and template files and its weight files' names
-    and sizes: changes when the model or its prompt rendering changes, without reading weights."""
-    h = hashlib.sha256()
-    for name in CONFIG_FILES:
-        if (path / name).is_file():
-            h.update(f"{name}\n".encode() + (path / name).read_bytes() + b"\n")
-    weights = sorted({p for pattern in WEIGHT_PATTERNS for p in path.glob(pattern)})
-    for p in weights:
-        h.update(f"{p.name}:{p.stat().st_size}\n".encode())
-    return h.hexdigest()
 
 
 def resolve_device(name: str, device: str | None) -> str:
@@ -112,6 +79,7 @@ class TransformersBackend(Backend):
         device: str | None = "cpu",  # None: cuda when available, else cpu
         max_batch: int = DEFAULT_MAX_BATCH,
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        cache_dir: str | Path | None = None,  # the weight-hash memo's folder; None: no memo
     ) -> None:
         for module in ("torch", "transformers"):
             if importlib.util.find_spec(module) is None:
@@ -125,7 +93,7 @@ class TransformersBackend(Backend):
         self.device = resolve_device(name, device)
         self.max_batch = max_batch
         self.max_new_tokens = max_new_tokens
-        revision = folder_revision(self.path) if self.path is not None else model_id
+        revision = revision_for(model_id, cache_dir)
         self.identity = {
             "provider": "hf",
             "model": model_id,
@@ -255,7 +223,8 @@ def _dtype_keyword() -> str:
 
 def make_transformers_backend(name: str, model_id: str, opts: Any) -> Backend:
     """Factory for `hf:<id or path>`; reads `opts.extra` keys max_batch, device (None or absent:
-    cuda when available, else cpu), max_new_tokens."""
+    cuda when available, else cpu), max_new_tokens, and `opts.cache_dir` (the weight-hash memo's
+    folder, None or absent: no memo)."""
     extra = dict(getattr(opts, "extra", ()) or ())
     return TransformersBackend(
         name,
@@ -263,4 +232,5 @@ def make_transformers_backend(name: str, model_id: str, opts: Any) -> Backend:
         device=extra.get("device") or None,
         max_batch=int(extra.get("max_batch") or DEFAULT_MAX_BATCH),
         max_new_tokens=int(extra.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS),
+        cache_dir=getattr(opts, "cache_dir", None),
     )
