@@ -89,6 +89,10 @@ class EvaluationSpec:
       run did not (the synthetic data's folder exists by then); None: no fingerprint;
     - `prompt_modules`: dotted names of the modules holding its prompt templates, whose source
       files are hashed (without importing them).
+
+    `max_images(settings)`: the most images one of its requests carries under these settings
+    (None: one). A local engine's per-prompt image limit defaults to the most over the
+    configured evaluations (vLLM refuses a prompt over its limit).
     """
 
     name: str
@@ -99,6 +103,7 @@ class EvaluationSpec:
     configure: Callable[[Mapping[str, Any], RunSettings], Any] = field(default=_no_settings)
     data_files: Callable[[Any, RunSettings], Sequence[Path]] | None = None
     prompt_modules: tuple[str, ...] = ()
+    max_images: Callable[[Any], int] | None = None
 
     def evaluation_class(self) -> type[Evaluation]:
         module, _, attr = self.evaluation.partition(":")

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from support.backends.base import BackendUnavailable
+from support.backends.base import BackendError, BackendUnavailable
 from support.backends.registry import BackendOptions, create_backend, model_kind, model_spec
-from support.backends.vllm_local import engine_args, sampling_kwargs, vllm_input
+from support.backends.vllm_local import (
+    VLLMBackend,
+    engine_args,
+    image_limit_error,
+    sampling_kwargs,
+    vllm_input,
+)
 from support.types import Part, Request
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,6 +45,62 @@ def test_registered_models_and_engine_arguments():
     assert args["tensor_parallel_size"] == 2 and args["seed"] == 3
     assert args["limit_mm_per_prompt"]["image"] >= 4  # few-shot: 3 examples + the query
     assert engine_args("x")["tensor_parallel_size"] == 1
+    assert "max_num_seqs" not in engine_args("x")  # vLLM's own default
+    # --max-batch is the engine's max_num_seqs, over a registered model's own setting
+    mine = engine_args(llama.model_id, extra=llama.engine, max_images=8, max_num_seqs=32)
+    assert mine["max_num_seqs"] == 32 and mine["limit_mm_per_prompt"] == {"image": 8}
+
+
+def test_the_image_limit_and_batch_size_shape_the_engine_not_the_identity():
+    small = VLLMBackend("vllm:m", "/m", max_images=4, revision="r1")
+    wide = VLLMBackend("vllm:m", "/m", max_images=8, max_num_seqs=16, revision="r1")
+    assert small.identity == wide.identity
+    assert VLLMBackend("vllm:m", "/m", revision="r2").identity != small.identity
+    assert VLLMBackend("vllm:m", "/m", seed=1, revision="r1").identity != small.identity
+    assert (small.max_images, wide.max_images) == (4, 8)
+    # the client keeps the engine's batch full: as many requests in flight as it decodes
+    assert small.max_batch is None and wide.default_concurrency == 16
+    assert small.default_concurrency == 256
+
+
+def test_a_request_over_the_image_limit_is_refused_before_the_engine():
+    img = Part.of_image(_red())
+    nine = Request(parts=(Part.of_text("q"), *[img] * 9))
+    message = image_limit_error("vllm:m", nine, 8)
+    assert message is not None
+    assert "9 images" in message and "at most 8" in message and "--max-images" in message
+    assert image_limit_error("vllm:m", nine, 9) is None
+    backend = VLLMBackend("vllm:m", "/m", max_images=8)
+    with pytest.raises(BackendError, match="at most 8 per prompt"):
+        asyncio.run(backend.generate(nine))
+    assert backend.submitted == 0 and backend._engine is None  # no engine was started
+
+
+def test_the_default_image_limit_is_the_most_an_evaluation_sends(pytester):
+    """--max-images defaults to the most images any configured evaluation puts in one request
+    (surgvqa's --surgvqa-frames); given, it wins; below 1 is a usage error."""
+    pytester.makeconftest(
+        "pytest_plugins = ['fixtures.suite']\n"
+        "from fixtures.models import max_images\n"
+        "def pytest_collection_modifyitems(config, items):\n"
+        "    print('MAX_IMAGES', max_images(config))\n"
+    )
+    pytester.makepyfile("def test_x():\n    pass\n")
+    assert "MAX_IMAGES 8" in pytester.runpytest("-s", "-p", "no:randomly").stdout.str()
+    out = pytester.runpytest("-s", "--surgvqa-frames=12").stdout.str()
+    assert "MAX_IMAGES 12" in out
+    out = pytester.runpytest("-s", "--surgvqa-frames=2").stdout.str()
+    assert "MAX_IMAGES 4" in out  # pointing's few-shot requests: 3 examples + the query
+    assert "MAX_IMAGES 5" in pytester.runpytest("-s", "--max-images=5").stdout.str()
+    result = pytester.runpytest("--max-images=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--max-images must be at least 1" in result.stderr.str()
+
+
+def _red():
+    from PIL import Image
+
+    return Image.new("RGB", (8, 8), (200, 10, 10))
 
 
 def test_sampling_parameters_follow_the_request():

@@ -5,6 +5,7 @@ installed)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import textwrap
 import uuid
 from pathlib import Path
@@ -120,10 +121,22 @@ def test_registered_vllm_models_pass_their_engine_settings(monkeypatch):
     llama = create_backend("llama32-vision-11b", BackendOptions(seed=4, extra=(("gpus", (0,)),)))
     assert llama.args["max_num_seqs"] == 100 and llama.args["seed"] == 4
     assert llama.args["model"] == "meta-llama/Llama-3.2-11B-Vision-Instruct"
-    assert "max_num_seqs" in llama.identity["engine"]
+    assert llama.default_concurrency == 100  # the client keeps the engine's batch full
     plain = create_backend("vllm:meta-llama/Llama-3.2-11B-Vision-Instruct", BackendOptions(seed=4))
     assert "max_num_seqs" not in plain.args
-    assert plain.identity != llama.identity  # other engine settings, other answers
+    # the batch size shapes the engine, not the answers: the same cache identity
+    assert "max_num_seqs" not in llama.identity["engine"]
+    assert plain.identity == llama.identity
+    monkeypatch.setitem(
+        registry.MODELS,
+        "llama-long",
+        dataclasses.replace(
+            registry.MODELS["llama32-vision-11b"], name="llama-long", engine={"max_model_len": 8192}
+        ),
+    )
+    longer = create_backend("llama-long", BackendOptions(seed=4))
+    assert "max_model_len" in longer.identity["engine"]
+    assert longer.identity != plain.identity  # other engine settings, other answers
 
 
 # -- scripted:<module>:<function> -----------------------------------------------------------------
@@ -287,6 +300,7 @@ def test_a_broken_plugin_is_an_error_naming_its_entry_point(tmp_path, monkeypatc
 CONFTEST = 'pytest_plugins = ["fixtures.options", "fixtures.models"]'
 INNER_TEST = """
 import asyncio
+import dataclasses
 
 from fixtures.models import client_or_reason
 from support.types import Part, Request

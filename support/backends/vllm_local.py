@@ -1,44 +1,72 @@
-"""vLLM backend: one `vllm.LLM` engine per session, whole batches per `generate` call.
+"""vLLM backend: one engine per session, continuous batching on vLLM's async engine.
+
+Each request goes to `vllm.AsyncLLMEngine` (vLLM v1's `AsyncLLM`) the moment its case produces
+it and comes back the moment it finishes: the engine's scheduler adds and retires sequences at
+every step, so no request waits for a batch-mate's longer answer and a PGT case's stage 2 is
+submitted as soon as its own stage 1 is back. `--max-batch` is the engine's `max_num_seqs` (the
+sequences it decodes at once); the client keeps that many requests at the engine, so its batch
+stays full. One request's failure (a prompt with too many images, a validation error) is that
+request's error outcome only.
 
 Prompts are rendered by the model's own processor chat template (support.backends.chat_template,
 the same code path as the transformers backend), images go in as multi-modal data, sampling as
 `SamplingParams(n, temperature, max_tokens, seed)`. vLLM is an optional extra imported on first
-use only, after `VLLM_CONFIGURE_LOGGING=0`; `--gpus 0,1` sets CUDA_VISIBLE_DEVICES and the tensor
-parallel size. The request building below is plain functions, testable without vLLM installed.
+use only, after `VLLM_CONFIGURE_LOGGING=0`; the engine starts in `Backend.start` (before the
+run's first uncached request, in a worker thread: tens of seconds). `--gpus 0,1` sets
+CUDA_VISIBLE_DEVICES and the tensor parallel size. The request building below is plain
+functions, testable without vLLM installed.
+
+Images per prompt: vLLM refuses a prompt with more images than the engine's
+`limit_mm_per_prompt`. The limit is `--max-images`, by default the most that any configured
+evaluation sends in one request (pointing few-shot 4, surgvqa `--surgvqa-frames`); a request
+over it fails before it reaches the engine, with a message naming the limit and the option.
 
 Registered vLLM models and their engine settings live in the registry (support.backends.registry,
-`ModelSpec.engine`); the factory receives them. The cache identity is the provider, the hub id and
-the `vllm.LLM` arguments that change answers (engine settings, image limit, seed), not the GPU
-count and not the vLLM version: an upgrade keeps cached answers (bump support.cache.SCHEMA_VERSION
-or run with --no-cache to re-generate deliberately).
+`ModelSpec.engine`); the factory receives them. The cache identity is the provider, the model id,
+its revision (support.backends.model_folder: a local folder's weights by content, a hub id's
+cached commit) and the `vllm.LLM` arguments that change answers (engine settings, seed), not the
+GPU count, the batch size, the image limit or the vLLM version: an upgrade keeps cached answers
+(bump support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import itertools
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from support.backends.base import Backend, BackendError, BackendUnavailable
 from support.types import Request, Response, Usage
 
-MAX_IMAGES_PER_PROMPT = 4  # few-shot pointing: 3 examples + the query
+DEFAULT_MAX_IMAGES = 4  # images per prompt when no evaluation says (few-shot pointing: 3 + 1)
+DEFAULT_MAX_NUM_SEQS = 256  # sequences the engine decodes at once (vLLM's own GPU default)
+# engine arguments that do not change answers: left out of the cache identity
+NOT_IN_IDENTITY = ("tensor_parallel_size", "limit_mm_per_prompt", "max_num_seqs")
 
 
 def engine_args(
-    model_id: str, gpus: Sequence[int] = (), extra: Mapping[str, Any] | None = None, seed: int = 0
+    model_id: str,
+    gpus: Sequence[int] = (),
+    extra: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    max_images: int = DEFAULT_MAX_IMAGES,
+    max_num_seqs: int | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of `vllm.LLM` for a model on the given GPUs."""
+    """Keyword arguments of `vllm.AsyncEngineArgs` (the same as `vllm.LLM`'s) for a model on
+    the given GPUs: `extra` (a registered model's engine settings) over the defaults, then
+    `max_num_seqs` (--max-batch) over both."""
     args: dict[str, Any] = {
         "model": model_id,
         "tensor_parallel_size": max(1, len(gpus)),
-        "limit_mm_per_prompt": {"image": MAX_IMAGES_PER_PROMPT},
+        "limit_mm_per_prompt": {"image": max_images},
         "seed": seed,
     }
     args.update(extra or {})
+    if max_num_seqs:
+        args["max_num_seqs"] = max_num_seqs
     return args
 
 
@@ -65,10 +93,19 @@ def vllm_input(processor: Any, request: Request) -> dict[str, Any]:
     return item
 
 
-class VLLMBackend(Backend):
-    """`LLM.generate` over the requests the engine's micro-batcher gathered."""
+def image_limit_error(name: str, request: Request, limit: int) -> str | None:
+    """Why `request` cannot go to an engine taking `limit` images per prompt, or None."""
+    n = len(request.images)
+    if n <= limit:
+        return None
+    return (
+        f"{name}: this request has {n} images, the engine takes at most {limit} per prompt "
+        f"(--max-images N raises it; its default is the most any configured evaluation sends)"
+    )
 
-    default_concurrency = 1
+
+class VLLMBackend(Backend):
+    """Requests submitted one by one to vLLM's async engine (continuous batching)."""
 
     def __init__(
         self,
@@ -77,72 +114,107 @@ class VLLMBackend(Backend):
         *,
         gpus: Sequence[int] = (),
         engine_extra: Mapping[str, Any] | None = None,
-        max_batch: int = 256,
+        max_num_seqs: int | None = None,
+        max_images: int = DEFAULT_MAX_IMAGES,
         seed: int = 0,
+        revision: str | None = None,
     ) -> None:
         self.name = name
         self.model_id = model_id
         self.gpus = tuple(gpus)
-        self.args = engine_args(model_id, self.gpus, engine_extra, seed)
-        self.max_batch = max_batch
-        self.identity = {"provider": "vllm", "model": model_id, "engine": _stable(self.args)}
-        self._llm: Any = None
+        self.args = engine_args(model_id, self.gpus, engine_extra, seed, max_images, max_num_seqs)
+        self.max_images = int(self.args["limit_mm_per_prompt"]["image"])
+        # requests kept at the engine: its batch, so a finished sequence's slot is refilled at once
+        self.default_concurrency = int(self.args.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS)
+        self.identity = {
+            "provider": "vllm",
+            "model": model_id,
+            "revision": revision or model_id,
+            "engine": _stable(self.args),
+        }
+        self._engine: Any = None
         self._processor: Any = None
-        self._lock = threading.Lock()
-        self.generate_calls = 0
+        self._start_error: BaseException | None = None  # a failed start is not retried
+        self._starting: asyncio.Lock | None = None
+        self._ids = itertools.count()
+        self.submitted = 0  # requests given to the engine
 
-    def _engine(self) -> tuple[Any, Any]:
-        with self._lock:
-            if self._llm is None:
-                os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # before vllm's import
-                if self.gpus:
-                    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self.gpus))
+    async def start(self) -> None:
+        """Start the engine (weights, KV cache, warm-up: tens of seconds) in a worker thread."""
+        await self._ready()
+
+    async def _ready(self) -> tuple[Any, Any]:
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._start_error is not None:
+                raise self._start_error
+            if self._engine is None:
                 try:
-                    import vllm
-                    from transformers import AutoProcessor
-                except ImportError as exc:
-                    raise BackendUnavailable(
-                        f"{self.name}: pip install 'vlmbench[vllm]' on a GPU machine ({exc})"
-                    ) from None
-                self._processor = AutoProcessor.from_pretrained(self.model_id)
-                self._llm = vllm.LLM(**self.args)
-            return self._llm, self._processor
+                    self._engine, self._processor = await asyncio.to_thread(self._build)
+                except BackendUnavailable as exc:
+                    self._start_error = exc
+                    raise
+                except Exception as exc:
+                    self._start_error = BackendError(
+                        f"{self.name}: the vLLM engine did not start: {type(exc).__name__}: {exc}"
+                    )
+                    raise self._start_error from exc
+        return self._engine, self._processor
 
-    def _run(self, requests: list[Request]) -> list[Response]:
-        from vllm import SamplingParams
-
-        llm, processor = self._engine()
-        inputs = [vllm_input(processor, r) for r in requests]
-        params = [SamplingParams(**sampling_kwargs(r)) for r in requests]
-        self.generate_calls += 1
-        outputs = llm.generate(inputs, params, use_tqdm=False)
-        return [
-            Response(
-                texts=tuple(o.text for o in out.outputs),
-                model=self.name,
-                usage=Usage(
-                    len(out.prompt_token_ids or []), sum(len(o.token_ids) for o in out.outputs)
-                ),
-                prompt=inp["prompt"],
-            )
-            for inp, out in zip(inputs, outputs, strict=True)
-        ]
-
-    async def generate_batch(self, requests: list[Request]) -> list[Response]:
+    def _build(self) -> tuple[Any, Any]:
+        """Blocking: the processor and the async engine."""
+        os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # before vllm's import
+        if self.gpus:
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self.gpus))
         try:
-            return await asyncio.to_thread(self._run, requests)
-        except BackendUnavailable:
-            raise
-        except Exception as exc:
-            raise BackendError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+            import vllm
+            from transformers import AutoProcessor
+        except ImportError as exc:
+            raise BackendUnavailable(f"{self.name}: pip install 'vlmbench[vllm]' ({exc})") from None
+        processor = AutoProcessor.from_pretrained(self.model_id)
+        engine = vllm.AsyncLLMEngine.from_engine_args(vllm.AsyncEngineArgs(**self.args))
+        return engine, processor
 
     async def generate(self, request: Request) -> Response:
-        return (await self.generate_batch([request]))[0]
+        refused = image_limit_error(self.name, request, self.max_images)
+        if refused:
+            raise BackendError(refused)
+        engine, processor = await self._ready()
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        item = await asyncio.to_thread(vllm_input, processor, request)  # PNG decoding, template
+        final_only = RequestOutputKind.FINAL_ONLY  # one output, when the request is done
+        params = SamplingParams(**sampling_kwargs(request), output_kind=final_only)
+        request_id = f"vlmbench-{next(self._ids)}"
+        self.submitted += 1
+        final = None
+        try:
+            async for out in engine.generate(item, params, request_id=request_id):
+                final = out
+        except Exception as exc:
+            raise BackendError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        if final is None or not final.outputs:
+            raise BackendError(f"{self.name}: the engine finished the request with no output")
+        return Response(
+            texts=tuple(o.text for o in final.outputs),
+            model=self.name,
+            usage=Usage(
+                len(final.prompt_token_ids or []), sum(len(o.token_ids) for o in final.outputs)
+            ),
+            prompt=item["prompt"],
+        )
+
+    async def aclose(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await asyncio.to_thread(engine.shutdown)
 
 
 def _stable(args: dict[str, Any]) -> str:
     """Engine arguments that change answers, as text for the cache identity."""
-    keep = {k: v for k, v in args.items() if k not in ("tensor_parallel_size",)}
+    keep = {k: v for k, v in args.items() if k not in NOT_IN_IDENTITY}
     return repr(sorted(keep.items()))
 
 
@@ -150,16 +222,25 @@ def make_vllm_backend(
     name: str, model_id: str, opts: Any, engine: Mapping[str, Any] | None = None
 ) -> Backend:
     """Factory for registered vLLM names (`engine`: their ModelSpec.engine) and `vllm:<id or
-    path>`: unavailable (its cases skip) where vLLM is not installed, as on any machine without
-    a GPU. Reads `opts.extra` keys gpus and max_batch."""
+    path>`: unavailable (its cases skip) where vLLM is not installed. Reads `opts.extra` keys
+    gpus, max_batch (the engine's max_num_seqs) and max_images, and `opts.cache_dir` (the weight
+    hashes' memo)."""
     if importlib.util.find_spec("vllm") is None:
-        raise BackendUnavailable(f"{name}: needs vLLM on a GPU machine: pip install vlmbench[vllm]")
+        raise BackendUnavailable(f"{name}: needs vLLM: pip install 'vlmbench[vllm]' (README)")
+    from support.backends.model_folder import local_path, revision_for
+
+    path = local_path(model_id)
+    if path is not None and not (path / "config.json").is_file():
+        what = "does not exist" if not path.exists() else "has no config.json"
+        raise BackendUnavailable(f"{name}: model folder {path} {what}")
     extra = dict(getattr(opts, "extra", ()) or ())
     return VLLMBackend(
         name,
         model_id,
         gpus=tuple(extra.get("gpus", ())),
         engine_extra=engine,
-        max_batch=int(extra.get("max_batch") or 256),
+        max_num_seqs=int(extra.get("max_batch") or 0) or None,
+        max_images=int(extra.get("max_images") or DEFAULT_MAX_IMAGES),
         seed=getattr(opts, "seed", 0),
+        revision=revision_for(model_id, getattr(opts, "cache_dir", None)),
     )

@@ -91,4 +91,5 @@ SPEC = EvaluationSpec(
     configure=configure,
     data_files=data_files,
     prompt_modules=("support.pointing.prompts",),
+    max_images=lambda settings: 4,  # few-shot: up to 3 examples (positive, easy, hard) + query
 )

@@ -92,4 +92,5 @@ SPEC = EvaluationSpec(
     configure=configure,
     data_files=data_files,
     prompt_modules=("support.surgvqa.prompts",),
+    max_images=lambda settings: settings.frames,  # a VQA question's frames
 )
