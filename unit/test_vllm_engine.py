@@ -116,6 +116,7 @@ def server(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
         f"--port={port}",
         "--seed=0",
         f"--limit-mm-per-prompt={json.dumps({'image': MAX_IMAGES})}",
+        "--no-enable-chunked-prefill",  # on a CPU (vllm_local.CPU_ENGINE_ARGS says why)
     ]
     env = {**os.environ, **ENGINE_ENV}
     with open(log, "wb") as out:
@@ -248,6 +249,23 @@ def test_one_failing_request_never_fails_the_others(offline, loop):
     results = _all(loop, offline, [_request(k) for k in range(4)] + [too_long])
     assert isinstance(results[-1], BackendError), results[-1]
     assert all(r.texts for r in results[:-1])
+
+
+@pytest.mark.parametrize("path", ["offline", "served"])
+def test_seeded_samples_prefilled_together_keep_the_engine_alive(path, request, loop):
+    """PGT's stage 1 at scale: many seeded n > 1 prompts at once overflow one step's token
+    budget; with chunked prefill, vLLM's CPU build then dies rewinding a CPU generator
+    (support.backends.vllm_local, CPU_ENGINE_ARGS) and every request fails. Each must come back
+    with its n samples, the same ones again."""
+    client = request.getfixturevalue(path)
+    heavy = [
+        _request(20 + k, images=4, temperature=1.0, n=5, seed=k, max_tokens=8)
+        for k in range(40)  # ~40 x 90 prompt tokens: over a 2,048-token step
+    ]
+    first = _all(loop, client, heavy)
+    assert all(not isinstance(r, BaseException) for r in first), first
+    assert all(len(r.texts) == 5 for r in first)
+    assert [r.texts for r in _all(loop, client, heavy)] == [r.texts for r in first]
 
 
 def test_requests_finish_independently(offline, loop):

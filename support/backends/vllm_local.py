@@ -45,6 +45,13 @@ DEFAULT_MAX_IMAGES = 4  # images per prompt when no evaluation says (few-shot po
 DEFAULT_MAX_NUM_SEQS = 256  # sequences the engine decodes at once (vLLM's own GPU default)
 # engine arguments that do not change answers: left out of the cache identity
 NOT_IN_IDENTITY = ("tensor_parallel_size", "limit_mm_per_prompt", "max_num_seqs")
+# vLLM's CPU build (0.32) kills its engine when a request with its own seed is prefilled in
+# chunks: the model runner rewinds the request's generator (gpu_model_runner.py:3502,
+# `gen.set_offset(gen.get_offset() - 4)`), which only CUDA generators allow ("CPU Generator does
+# not use offset"), and every request in flight fails with EngineDeadError. Without chunked
+# prefill a prompt is prefilled in one step (vLLM raises max_num_batched_tokens to the context
+# length itself), as vLLM's own CPU platform does for MLA models. A model's engine settings win.
+CPU_ENGINE_ARGS = {"enable_chunked_prefill": False}
 
 
 def engine_args(
@@ -173,7 +180,8 @@ class VLLMBackend(Backend):
         except ImportError as exc:
             raise BackendUnavailable(f"{self.name}: pip install 'vlmbench[vllm]' ({exc})") from None
         processor = AutoProcessor.from_pretrained(self.model_id)
-        engine = vllm.AsyncLLMEngine.from_engine_args(vllm.AsyncEngineArgs(**self.args))
+        args = {**CPU_ENGINE_ARGS, **self.args} if _on_cpu() else self.args
+        engine = vllm.AsyncLLMEngine.from_engine_args(vllm.AsyncEngineArgs(**args))
         return engine, processor
 
     async def generate(self, request: Request) -> Response:
@@ -210,6 +218,13 @@ class VLLMBackend(Backend):
         engine, self._engine = self._engine, None
         if engine is not None:
             await asyncio.to_thread(engine.shutdown)
+
+
+def _on_cpu() -> bool:
+    """Whether vLLM runs on its CPU platform (imports vllm)."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
 
 
 def _stable(args: dict[str, Any]) -> str:
