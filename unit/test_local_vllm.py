@@ -76,25 +76,49 @@ def test_a_request_over_the_image_limit_is_refused_before_the_engine():
     assert backend.submitted == 0 and backend._engine is None  # no engine was started
 
 
-def test_the_default_image_limit_is_the_most_an_evaluation_sends(pytester):
+def _config(**options):
+    """A stand-in pytest config: the options given, each evaluation's settings from its own
+    defaults and `options` (its spec's configure, as the suite's pytest_configure does)."""
+    from types import SimpleNamespace
+
+    from fixtures.options import SETTINGS_KEY
+    from support import evaluations
+    from support.settings import RunSettings
+
+    run = RunSettings()
+    configured = {}
+    for name in evaluations.names():
+        spec = evaluations.spec(name)
+        values = {o.dest: options.get(o.dest, o.default) for o in spec.options}
+        configured[name] = spec.configure(values, run)
+    stash = pytest.Stash()
+    stash[SETTINGS_KEY] = RunSettings(evaluations=configured)
+    return SimpleNamespace(stash=stash, getoption=lambda k: options.get(k))
+
+
+def test_the_default_image_limit_is_the_most_an_evaluation_sends():
     """--max-images defaults to the most images any configured evaluation puts in one request
-    (surgvqa's --surgvqa-frames); given, it wins; below 1 is a usage error."""
-    pytester.makeconftest(
-        "pytest_plugins = ['fixtures.suite']\n"
-        "from fixtures.models import max_images\n"
-        "def pytest_collection_modifyitems(config, items):\n"
-        "    print('MAX_IMAGES', max_images(config))\n"
+    (surgvqa's --surgvqa-frames, pointing's few-shot 3 + 1); given, it wins."""
+    from fixtures.models import local_engine_options, max_images
+
+    assert max_images(_config()) == 8
+    assert max_images(_config(surgvqa_frames=12)) == 12
+    assert max_images(_config(surgvqa_frames=2)) == 4  # pointing: 3 examples + the query
+    assert max_images(_config(surgvqa_frames=12, max_images=5)) == 5
+    extra = dict(local_engine_options(_config(gpus="", max_batch=3, surgvqa_frames=9)))
+    assert (extra["max_images"], extra["max_batch"]) == (9, 3)
+
+
+@pytest.mark.parametrize("flag", ["--max-images=0", "--max-batch=0"])
+def test_engine_limits_below_one_are_usage_errors(flag):
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", flag, "unit/test_seam.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
-    pytester.makepyfile("def test_x():\n    pass\n")
-    assert "MAX_IMAGES 8" in pytester.runpytest("-s", "-p", "no:randomly").stdout.str()
-    out = pytester.runpytest("-s", "--surgvqa-frames=12").stdout.str()
-    assert "MAX_IMAGES 12" in out
-    out = pytester.runpytest("-s", "--surgvqa-frames=2").stdout.str()
-    assert "MAX_IMAGES 4" in out  # pointing's few-shot requests: 3 examples + the query
-    assert "MAX_IMAGES 5" in pytester.runpytest("-s", "--max-images=5").stdout.str()
-    result = pytester.runpytest("--max-images=0")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--max-images must be at least 1" in result.stderr.str()
+    assert out.returncode == pytest.ExitCode.USAGE_ERROR, out.stdout + out.stderr
+    assert f"{flag.split('=')[0]} must be at least 1" in out.stderr
 
 
 def _red():
