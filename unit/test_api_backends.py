@@ -402,6 +402,8 @@ def test_openai_compatible(monkeypatch):
         "openai-compatible:Qwen/Qwen2.5-VL-7B", BackendOptions(api_base="http://gpu:8000/v1")
     )
     assert backend.prefill_mode == "native"
+    assert backend.default_concurrency == 128  # a self-hosted server's batch kept full
+    assert type(backend).default_concurrency == 8  # OpenAI's own API keeps the paid default
     assert backend.identity == {
         "provider": "openai-compatible",
         "model": "Qwen/Qwen2.5-VL-7B",

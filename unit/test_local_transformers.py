@@ -135,6 +135,8 @@ def test_chat_messages_keep_the_part_order(images):
     ]
     assert [m["role"] for m in chat_messages(dataclasses.replace(r, system=None))] == ["user"]
     decoded = request_images(r)
+    again = request_images(r)  # kept by content: the same decoded images, not decoded twice
+    assert [id(im) for im in again] == [id(im) for im in decoded]
     assert [im.mode for im in decoded] == ["RGB", "RGB"] and decoded[0].size == (CANVAS, CANVAS)
     original = Image.open(io.BytesIO(images[1].image or b""))
     assert np.array_equal(np.asarray(decoded[1]), np.asarray(original))
@@ -342,3 +344,16 @@ def test_the_device_option_reaches_the_backend(pytester, tiny, device, available
     result.assert_outcomes(passed=1)
     if not available:
         result.stdout.fnmatch_lines(["*REASON: hf:*--device cuda:99, but torch sees*"])
+
+
+def test_decoded_images_are_kept_up_to_a_bound(monkeypatch):
+    from support.backends import chat_template
+
+    monkeypatch.setattr(chat_template, "DECODED_IMAGES", 2)
+    monkeypatch.setattr(chat_template, "_decoded", chat_template.OrderedDict())
+    parts = [Part.of_image(Image.new("RGB", (4, 4), (k, 0, 0))) for k in range(3)]
+    first = [chat_template.request_images(Request(parts=(p,)))[0] for p in parts]
+    assert len(chat_template._decoded) == 2  # the oldest was let go
+    assert chat_template.request_images(Request(parts=(parts[2],)))[0] is first[2]
+    again = chat_template.request_images(Request(parts=(parts[0],)))[0]
+    assert again is not first[0] and np.array_equal(np.asarray(again), np.asarray(first[0]))

@@ -9,11 +9,13 @@ continues right after it, as in the source's prefill mode.
 from __future__ import annotations
 
 import io
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from PIL import Image
 
-from support.types import Request
+from support.types import Part, Request
 
 
 def chat_messages(request: Request) -> list[dict[str, Any]]:
@@ -42,11 +44,31 @@ def render_prompt(processor: Any, request: Request) -> str:
     return prompt + (request.prefill or "")
 
 
+DECODED_IMAGES = 128  # decoded images kept (RGB; a 768x768 canvas is 1.7 MB: 220 MB at most)
+_decoded: OrderedDict[str, Image.Image] = OrderedDict()  # image sha256 -> decoded, LRU order
+_decoded_lock = threading.Lock()
+
+
 def request_images(request: Request) -> list[Image.Image]:
-    """The request's images decoded as RGB PIL images, in part order."""
-    images = []
-    for part in request.images:
-        assert part.image is not None
-        with Image.open(io.BytesIO(part.image)) as im:
-            images.append(im.convert("RGB"))
-    return images
+    """The request's images decoded as RGB PIL images, in part order. Decoded images are kept
+    by content (the last DECODED_IMAGES), since requests share them: a PGT case's stage-2
+    requests show its stage-1 image, pointing shows a frame once per organ and condition and its
+    few-shot examples again and again (a 768x768 PNG costs 5-8 ms to decode here). The engines
+    read the images and never change them."""
+    return [_decode(part) for part in request.images]
+
+
+def _decode(part: Part) -> Image.Image:
+    assert part.image is not None
+    with _decoded_lock:
+        found = _decoded.get(part.image_sha256)
+        if found is not None:
+            _decoded.move_to_end(part.image_sha256)
+            return found
+    with Image.open(io.BytesIO(part.image)) as im:
+        image = im.convert("RGB")
+    with _decoded_lock:
+        _decoded[part.image_sha256] = image
+        while len(_decoded) > DECODED_IMAGES:
+            _decoded.popitem(last=False)
+    return image
