@@ -29,15 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +111,18 @@ def _evaluate(loop: Engine, client: Recording, workload) -> tuple[float, int, in
     return wall, tokens, sum(o.status == "error" for o in outcomes)
 
 
+def _rounds(loop: Engine, client: Recording, workload, rounds: int):
+    """(walls s, output tokens) of `rounds` evaluations of the workload (no error outcome
+    allowed), and the last round's requests."""
+    walls, tokens = [], []
+    for _ in range(rounds):
+        wall, out, errors = _evaluate(loop, client, workload)
+        assert errors == 0
+        walls.append(wall)
+        tokens.append(out)
+    return walls, tokens, list(client.requests)
+
+
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
@@ -145,40 +151,14 @@ def loop():
     engine.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tiny, tmp_path_factory):
     """A vLLM server for the tiny model on 127.0.0.1 with (a)'s engine arguments."""
-    port = _free_port()
+    from support.backends.vllm_server import serve
+
     log = tmp_path_factory.mktemp("server") / "server.log"
-    argv = [
-        *(sys.executable, "-m", "vllm.entrypoints.openai.api_server", f"--model={tiny}"),
-        *("--served-model-name=tiny", "--host=127.0.0.1", f"--port={port}", "--seed=0"),
-        f"--limit-mm-per-prompt={json.dumps({'image': MAX_IMAGES})}",
-        "--no-enable-chunked-prefill",  # as (a) and (b) on a CPU (vllm_local.CPU_ENGINE_ARGS)
-        "--disable-log-stats",
-    ]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 600
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(60)
+    with serve(tiny, log, max_images=MAX_IMAGES, extra=("--disable-log-stats",)) as url:
+        yield url
 
 
 def _offline_engine_rounds(tiny, loop, workload) -> tuple[dict, list[Request]]:
@@ -187,13 +167,7 @@ def _offline_engine_rounds(tiny, loop, workload) -> tuple[dict, list[Request]]:
     backend = create_backend(f"vllm:{tiny}", opts)
     client = Recording(backend, None, concurrency=backend.default_concurrency)
     loop.run(client.generate(_warmup()), timeout=900)  # the engine's start, untimed
-    walls, tokens = [], []
-    for _ in range(ROUNDS):
-        wall, out, errors = _evaluate(loop, client, workload)
-        assert errors == 0
-        walls.append(wall)
-        tokens.append(out)
-    requests = list(client.requests)
+    walls, tokens, requests = _rounds(loop, client, workload, ROUNDS)
     # the same requests sent at once, as (b) takes them: the backend's own cost, apart from
     # what the pipeline's order costs (a stage 2 waits for its stage 1)
     at_once_walls, at_once_tokens = [], []
@@ -251,13 +225,7 @@ def _served_rounds(server, loop, workload, concurrency, rounds) -> tuple[dict, l
     backend = create_backend("openai-compatible:tiny", BackendOptions(api_base=server))
     client = Recording(backend, None, concurrency=concurrency or backend.default_concurrency)
     loop.run(client.generate(_warmup()), timeout=300)
-    walls, tokens = [], []
-    for _ in range(rounds):
-        wall, out, errors = _evaluate(loop, client, workload)
-        assert errors == 0
-        walls.append(wall)
-        tokens.append(out)
-    requests = list(client.requests)
+    walls, tokens, requests = _rounds(loop, client, workload, rounds)
     loop.run(client.aclose(), timeout=60)
     return {f"(c) vlmbench openai-compatible: @{client.concurrency}": (walls, tokens)}, requests
 

@@ -16,17 +16,12 @@ requests finish independently (continuous batching), and a rerun is served from 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -86,60 +81,18 @@ def offline(tiny: Path, loop: Engine, tmp_path_factory: pytest.TempPathFactory) 
     loop.run(client.aclose(), timeout=120)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def server(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A vLLM OpenAI-compatible server for the tiny model on 127.0.0.1; its base URL (…/v1).
     Stopped (its process group) when the module ends; its log is in the failure message."""
-    port = _free_port()
+    from support.backends.vllm_server import ServerError, serve
+
     log = tmp_path_factory.mktemp("server") / "vllm-server.log"
-    argv = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",  # `vllm serve` needs the `vllm` distribution
-        f"--model={tiny}",
-        "--served-model-name=tiny",
-        "--host=127.0.0.1",
-        f"--port={port}",
-        "--seed=0",
-        f"--limit-mm-per-prompt={json.dumps({'image': MAX_IMAGES})}",
-        "--no-enable-chunked-prefill",  # on a CPU (vllm_local.CPU_ENGINE_ARGS says why)
-    ]
-    env = {**os.environ, **ENGINE_ENV}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    root = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + SERVER_START_S
-        while not _healthy(root):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                tail = log.read_text(errors="replace")[-4000:]
-                pytest.fail(f"the vLLM server did not start (exit {proc.poll()}):\n{tail}")
-            time.sleep(1)
-        yield f"{root}/v1"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        with serve(tiny, log, max_images=MAX_IMAGES, env=ENGINE_ENV, start_s=SERVER_START_S) as url:
+            yield url
+    except ServerError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")
