@@ -53,11 +53,16 @@ SWEEP = (8, 32, 128, 256)
 WAYS = os.environ.get("BENCH_VLLM_WAYS", "abcd")  # which of (a)-(d) to run
 MAX_IMAGES = 4  # pointing few-shot: 3 examples + the query
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CONFIGURE_LOGGING": "0"}
-for _key, _value in ENGINE_ENV.items():
-    os.environ.setdefault(_key, _value)
 
 
 # -- the workload ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_env():
+    """The engines' settings (KV cache GiB, logging), unless the environment gives its own."""
+    for key, value in ENGINE_ENV.items():
+        os.environ.setdefault(key, value)
 
 
 @pytest.fixture(scope="module")
@@ -203,11 +208,11 @@ def _llm_generate_rounds(tiny, requests: list[Request]) -> dict:
     processor = AutoProcessor.from_pretrained(tiny)
     inputs = [vllm_input(processor, r) for r in requests]
     params = [vllm.SamplingParams(**sampling_kwargs(r)) for r in requests]
-    from support.backends.vllm_local import CPU_ENGINE_ARGS, _on_cpu
+    from support.backends.vllm_local import platform_args
 
     args = engine_args(str(tiny))
     args["limit_mm_per_prompt"] = {"image": MAX_IMAGES}  # as (a)'s engine
-    args |= CPU_ENGINE_ARGS if _on_cpu() else {}
+    args = platform_args(args)
     llm = vllm.LLM(**args)
     llm.generate(["warm up"], vllm.SamplingParams(max_tokens=2), use_tqdm=False)
     walls, tokens = [], []

@@ -42,6 +42,18 @@ def local_path(model_id: str) -> Path | None:
     return None
 
 
+def checked_folder(name: str, model_id: str) -> Path | None:
+    """`local_path(model_id)`, which must hold a config.json (BackendUnavailable naming the
+    model and the folder otherwise); None for a hub id."""
+    from support.backends.base import BackendUnavailable
+
+    path = local_path(model_id)
+    if path is not None and not (path / "config.json").is_file():
+        what = "does not exist" if not path.exists() else "has no config.json"
+        raise BackendUnavailable(f"{name}: model folder {path} {what}")
+    return path
+
+
 def folder_revision(path: Path, hashes: FileHashes | None = None) -> str:
     """sha256 of the folder's config, tokenizer and template files and of its weight files'
     names, sizes and contents (content hashes memoised by `hashes`; None: a throwaway memo)."""

@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 
 NATIVE = "native"
 FALLBACK = "assistant-turn fallback"
-# vLLM chat-template switches that make the server continue the trailing assistant message
 COMPATIBLE_CONCURRENCY = 128  # requests in flight to an openai-compatible: server by default
+# vLLM chat-template switches that make the server continue the trailing assistant message
 CONTINUE_BODY = {"continue_final_message": True, "add_generation_prompt": False}
 
 
@@ -168,10 +168,10 @@ class OpenAIChatBackend(ApiBackend):
         super().__init__(name, model_id, prefill_mode=NATIVE if compatible else FALLBACK, **kw)
         if compatible:  # a server's model ids are its own: the server is part of the identity
             self.identity["provider"] = "openai-compatible"
+            self.identity["base_url"] = public_url(self.base_url) if self.base_url else None
             # a self-hosted server batches what it is sent: keep its batch full (README, "Past
             # one machine": throughput against vLLM's CPU server stopped growing at 128)
             self.default_concurrency = COMPATIBLE_CONCURRENCY
-            self.identity["base_url"] = public_url(self.base_url) if self.base_url else None
 
     def _get_client(self) -> openai.AsyncOpenAI:
         import openai

@@ -32,7 +32,7 @@ from typing import Any
 
 from support.backends.base import Backend, BackendError, BackendUnavailable
 from support.backends.chat_template import render_prompt, request_images
-from support.backends.model_folder import local_path, revision_for
+from support.backends.model_folder import checked_folder, revision_for
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_BATCH = 8  # requests per generate_batch call
@@ -86,10 +86,7 @@ class TransformersBackend(Backend):
                 raise BackendUnavailable(f"{name}: pip install 'vlmbench[hf]'")
         self.name = name
         self.model_id = model_id
-        self.path = local_path(model_id)
-        if self.path is not None and not (self.path / "config.json").is_file():
-            what = "does not exist" if not self.path.exists() else "has no config.json"
-            raise BackendUnavailable(f"{name}: model folder {self.path} {what}")
+        self.path = checked_folder(name, model_id)
         self.device = resolve_device(name, device)
         self.max_batch = max_batch
         self.max_new_tokens = max_new_tokens

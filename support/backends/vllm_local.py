@@ -180,8 +180,9 @@ class VLLMBackend(Backend):
         except ImportError as exc:
             raise BackendUnavailable(f"{self.name}: pip install 'vlmbench[vllm]' ({exc})") from None
         processor = AutoProcessor.from_pretrained(self.model_id)
-        args = {**CPU_ENGINE_ARGS, **self.args} if _on_cpu() else self.args
-        engine = vllm.AsyncLLMEngine.from_engine_args(vllm.AsyncEngineArgs(**args))
+        engine = vllm.AsyncLLMEngine.from_engine_args(
+            vllm.AsyncEngineArgs(**platform_args(self.args))
+        )
         return engine, processor
 
     async def generate(self, request: Request) -> Response:
@@ -220,11 +221,16 @@ class VLLMBackend(Backend):
             await asyncio.to_thread(engine.shutdown)
 
 
-def _on_cpu() -> bool:
+def on_cpu() -> bool:
     """Whether vLLM runs on its CPU platform (imports vllm)."""
     from vllm.platforms import current_platform
 
     return bool(current_platform.is_cpu())
+
+
+def platform_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """`args` as this machine's vLLM platform needs them: on a CPU, CPU_ENGINE_ARGS under them."""
+    return {**CPU_ENGINE_ARGS, **args} if on_cpu() else dict(args)
 
 
 def _stable(args: dict[str, Any]) -> str:
@@ -242,12 +248,9 @@ def make_vllm_backend(
     hashes' memo)."""
     if importlib.util.find_spec("vllm") is None:
         raise BackendUnavailable(f"{name}: needs vLLM: pip install 'vlmbench[vllm]' (README)")
-    from support.backends.model_folder import local_path, revision_for
+    from support.backends.model_folder import checked_folder, revision_for
 
-    path = local_path(model_id)
-    if path is not None and not (path / "config.json").is_file():
-        what = "does not exist" if not path.exists() else "has no config.json"
-        raise BackendUnavailable(f"{name}: model folder {path} {what}")
+    checked_folder(name, model_id)
     extra = dict(getattr(opts, "extra", ()) or ())
     return VLLMBackend(
         name,

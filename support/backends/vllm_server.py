@@ -46,14 +46,14 @@ def server_argv(
     model: str | Path, name: str, port: int, max_images: int, extra: Sequence[str] = ()
 ) -> list[str]:
     """The command line of a server for `model` served as `name`."""
-    from support.backends.vllm_local import _on_cpu
+    from support.backends.vllm_local import on_cpu
 
     argv = [
         *(sys.executable, "-m", "vllm.entrypoints.openai.api_server", f"--model={model}"),
         *(f"--served-model-name={name}", "--host=127.0.0.1", f"--port={port}", "--seed=0"),
         f"--limit-mm-per-prompt={json.dumps({'image': max_images})}",
     ]
-    if _on_cpu():
+    if on_cpu():
         argv.append("--no-enable-chunked-prefill")
     return [*argv, *extra]
 
