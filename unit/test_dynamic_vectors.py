@@ -49,3 +49,38 @@ def test_other_embedders_do_not_share_vectors(tmp_path: Path) -> None:
     other.name = "counting/v2"
     StoredEmbedder(other, path).encode(["a chair"])
     assert other.seen == ["a chair"]  # keyed by (embedder name, text)
+
+
+class Slow(Counting):
+    """Counting, but each call takes a while: two callers overlap if nothing serialises them."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import time
+
+        time.sleep(0.3)  # s
+        return super().encode(texts)
+
+
+def test_processes_reaching_the_same_pool_together_embed_it_once(tmp_path: Path) -> None:
+    """Two xdist workers (here: two stores on one file, each with its own lock handle, as two
+    processes have) asked for the same new texts at once: one embeds them, the other reads."""
+    import threading
+
+    path = store_path(tmp_path, Counting.name)
+    texts = [f"a chair at {i} cm" for i in range(50)]
+    inners = [Slow(), Slow()]
+    stores = [StoredEmbedder(inner, path) for inner in inners]
+    start = threading.Barrier(2)
+    got: list[np.ndarray] = [np.empty(0)] * 2
+
+    def work(i: int) -> None:
+        start.wait()
+        got[i] = stores[i].encode(texts)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(len(inner.seen) for inner in inners) == [0, 50]  # not [50, 50]
+    np.testing.assert_array_equal(got[0], got[1])

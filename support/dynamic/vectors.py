@@ -4,7 +4,10 @@ The default ONNX embedder runs one text at a time (~14 ms a layout description o
 search's pools hold ~1,000 new texts a round, so a rerun, a resumed search or a second xdist
 worker would embed the same texts again. `StoredEmbedder` wraps any embedder with a sqlite table
 (WAL mode, safe across processes, as the response cache) keyed by sha256 of (embedder name, text);
-vectors are float32 bytes. Only deterministic embedders belong here: the ONNX one embeds each text
+vectors are float32 bytes. Texts missing from the table are embedded under a file lock beside it,
+so xdist workers that reach the same pool together embed it once: the first embeds, the others
+wait, then read its rows (before the lock, each of two workers embedded the whole pool on the
+same two cores). Only deterministic embedders belong here: the ONNX one embeds each text
 alone, so a text's vector never depends on the texts beside it.
 """
 
@@ -15,12 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock
 
 from support.cache import WalDatabase
 from support.dynamic.embedder import Embedder
 from support.outputs import file_name
 
 _CHUNK = 500  # keys per SELECT (sqlite's variable limit is 999 on old builds)
+_LOCK_TIMEOUT_S = 1800  # a pool of ~1,000 texts embeds in ~15 s on 2 cores; a stuck holder fails
 
 
 def store_path(folder: Path, name: str) -> Path:
@@ -43,31 +48,40 @@ class StoredEmbedder:
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.name}\x1f{text}".encode()).hexdigest()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, d) float32 rows: stored ones read, the others embedded once and stored."""
-        texts = [str(t) for t in texts]
-        keys = {t: self._key(t) for t in dict.fromkeys(texts)}
+    def _stored(self, keys: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of `keys` (those present)."""
         found: dict[str, np.ndarray] = {}
         conn = self._db.conn()
-        wanted = list(keys.values())
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             for key, blob in conn.execute(
                 f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk
             ):
                 found[key] = np.frombuffer(blob, dtype=np.float32)
-        missing = [t for t, k in keys.items() if k not in found]
-        if missing:
-            rows = np.asarray(self.inner.encode(missing), dtype=np.float32)
-            self.computed += len(missing)
-            conn.execute("BEGIN")
-            conn.executemany(
-                "INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)",
-                [(keys[t], row.tobytes()) for t, row in zip(missing, rows, strict=True)],
-            )
-            conn.execute("COMMIT")
-            found.update({keys[t]: row for t, row in zip(missing, rows, strict=True)})
+        return found
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, d) float32 rows: stored ones read, the others embedded once and stored."""
+        texts = [str(t) for t in texts]
+        keys = {t: self._key(t) for t in dict.fromkeys(texts)}
+        found = self._stored(list(keys.values()))
+        if len(found) < len(keys):
+            with FileLock(f"{self.path}.embed.lock", timeout=_LOCK_TIMEOUT_S):
+                # another process may have embedded them while this one waited
+                found.update(self._stored([k for k in keys.values() if k not in found]))
+                missing = [t for t, k in keys.items() if k not in found]
+                if missing:
+                    rows = np.asarray(self.inner.encode(missing), dtype=np.float32)
+                    self.computed += len(missing)
+                    conn = self._db.conn()
+                    conn.execute("BEGIN")
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO vectors (key, vec) VALUES (?, ?)",
+                        [(keys[t], row.tobytes()) for t, row in zip(missing, rows, strict=True)],
+                    )
+                    conn.execute("COMMIT")
+                    found.update({keys[t]: row for t, row in zip(missing, rows, strict=True)})
         if not texts:
             return np.asarray(self.inner.encode([]), dtype=np.float32)
         return np.stack([found[keys[t]] for t in texts])
