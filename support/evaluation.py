@@ -7,6 +7,8 @@ An evaluation is a plugin in three parts, none of which the core names:
   becomes a usage error naming the option), and where its two halves live;
 - the `Evaluation` class (worker side, where tests run): loads the data, lists the cases and
   evaluates them: `evaluate(case, client)` returns `Verdict`s, the core builds the outcomes;
+  an evaluation that keeps existing results (its source's rule) hands them back instead through
+  `reused(case, model)`, so a rerun reports them rather than dropping them;
 - a summary module (controller side, where reports are written, possibly in another process
   under xdist) with three functions:
     summarize(outcomes, run) -> DataFrame            the summary (`m`, `m_lo`, `m_hi` columns)
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
@@ -29,6 +31,22 @@ import numpy as np
 
 from support.settings import RunSettings
 from support.types import Case, Outcome, Verdict
+
+REUSED = "reused"  # Outcome.extra key of a reused outcome: the file its result was read back from
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A case's verdicts read back from results that exist (`Evaluation.reused`), and the file
+    they came from; the core marks each outcome's `extra["reused"]` with it."""
+
+    source: str  # the path of the results file
+    verdicts: Verdict | Sequence[Verdict]
+
+    def marked(self) -> list[Verdict]:
+        """The verdicts, each with `extra["reused"] = source`."""
+        found = [self.verdicts] if isinstance(self.verdicts, Verdict) else list(self.verdicts)
+        return [replace(v, extra={**v.extra, REUSED: self.source}) for v in found]
 
 
 class OptionError(ValueError):
@@ -152,9 +170,16 @@ class Evaluation:
         and score: the domain part of the outcome(s)."""
         raise NotImplementedError
 
+    async def reused(self, case: Case, model: str) -> Reused | None:
+        """The case's verdicts read back from results that exist (an evaluation whose source
+        keeps them; `--override` turns that off in its settings), or None to evaluate it. The
+        core asks before `evaluate`; a reused case makes no model call and is reported as run,
+        each outcome's `extra["reused"]` naming the file."""
+        return None
+
     def skip_reasons(self, selected: list[tuple[Case, str]]) -> list[str | None]:
-        """For the (case, model) pairs selected to run (after -k/-m), why each must not run
-        (e.g. its results exist already and the source keeps them), or None."""
+        """For the (case, model) pairs selected to run (after -k/-m), why each must not run, or
+        None. Results that exist are not a reason: hand them back through `reused`."""
         return [None] * len(selected)
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:

@@ -6,6 +6,9 @@ it a `CaseClient` that logs every call, then builds the full `Outcome`s: ids, mo
 latency, prompt hash, cache counters. A failure becomes one `error` outcome built here, so no
 evaluation writes bookkeeping or error outcomes of its own.
 
+A case whose results exist, and which its evaluation keeps (`Evaluation.reused`), is read back
+instead of evaluated: its outcomes are built the same way, marked `extra["reused"]`.
+
 A case may name another case that must finish first (`Case.after`, a sequence of rounds): it
 then starts only when that one is done and sees the outcomes of every earlier round as
 `client.history`.
@@ -156,6 +159,10 @@ async def run_case(
         history = prior.history + prior.outcomes
     cc = CaseClient(client, history)
     try:
+        reused = getattr(ev, "reused", None)  # optional: an evaluation that keeps results
+        kept = await reused(case, client.name) if reused is not None else None
+        if kept is not None:  # results that exist, read back: no model call
+            return CaseResult(outcomes_of(case, client.name, kept.marked(), cc.log), history)
         async with client.admitted():
             verdicts = await ev.evaluate(case, cc)
         outcomes = outcomes_of(case, client.name, verdicts, cc.log)

@@ -1,8 +1,9 @@
 """The pgt evaluation's plugin spec: options, settings, and the results the source keeps.
 
-The source skips a combination whose results exist. That check reads results/ once, at configure
-time (in every process, before anything of this run is written): `PgtSettings.kept` is the
-snapshot the evaluation's `skip_reasons` consults, so workers never look at results/ later.
+The source keeps a combination's results that exist. Which exist is read from results/ once, at
+configure time (in every process, before anything of this run is written): `PgtSettings.kept` is
+the snapshot the evaluation's `reused` consults to read a kept case back from its file instead of
+evaluating it, so workers never list results/ later (--override: nothing is kept).
 """
 
 from __future__ import annotations

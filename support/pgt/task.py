@@ -11,21 +11,26 @@ cases: stage 1 asks the question (with the phrase) and samples n reasonings in o
 helpers.py): images in its shuffled order (random.seed(0), shuffle), stage 2 = the stage-1 prompt +
 reasoning + " Final Answer (real/ai-generated):" with 512 tokens, the source's substring label
 rules and its vote (None is a candidate), stage-1 samples seeded with 0.
+
+The source keeps existing results: a case whose image a kept reasoning file of its combination
+holds (PgtSettings.kept, read at configure; not under --override) is read back from that file
+(`reused`), with no model call, into the outcome the first run had.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-from collections import defaultdict
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from PIL import Image, ImageDraw
 
-from support.evaluation import Evaluation, linspace_subset
+from support.evaluation import Evaluation, Reused, linspace_subset
 from support.memo import OnceCache
 from support.pgt.answers import (
     LABELS,
@@ -38,7 +43,7 @@ from support.pgt.dataset import PgtDataset, load_csv, source_order
 from support.pgt.layout import result_dir
 from support.pgt.phrases import QUESTION, Prompt, build_prompt
 from support.pgt.spec import PgtSettings
-from support.runner import CaseClient
+from support.runner import CallLog, CaseClient
 from support.settings import RunSettings
 from support.synthetic.pgt_images import ensure_pgt_sample
 from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
@@ -51,6 +56,7 @@ STAGE2_MAX_TOKENS = 16  # the label
 STAGE2_MAX_TOKENS_SOURCE = 512  # the source's stage 2 calls its stage-1 generator with n=1
 SOURCE_SEED = 0  # the source's vLLM engine seed (helpers.py, LLM(seed=0)): n>1 requests' seed
 DEBUG_EXAMPLES = 5  # --pgt-debug, as the source's --debug
+KEPT_FILES = 128  # kept reasoning files held parsed per process (one per combination and model)
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,7 @@ class PgtEvaluation(Evaluation):
         )
         self.run = run
         self._images: OnceCache[int, Part] = OnceCache(512)
+        self._kept: OnceCache[str, dict[str, dict[str, Any]]] = OnceCache(KEPT_FILES)
 
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
@@ -172,21 +179,31 @@ class PgtEvaluation(Evaluation):
             self.run.results_dir, self.dataset.name, model, p["phrase"], p["mode"], p["n"]
         )
 
-    def skip_reasons(self, selected: list[tuple[Case, str]]) -> list[str | None]:
-        """A combination whose selected images all appear in an existing reasoning file is kept
-        (the source skips existing results) unless --override; the files were read at
-        configure time (PgtSettings.kept)."""
-        wanted: dict[Path, set[str]] = defaultdict(set)
-        for case, model in selected:
-            wanted[self.combination_dir(case, model)].add(case.params["image"])
-        reasons: dict[Path, str | None] = {}
-        for folder, images in wanted.items():
-            reasons[folder] = None
-            for path, done in self.settings.kept.get(str(folder), ()):
-                if images <= done:
-                    reasons[folder] = f"results exist: {path} (pass --override to re-run)"
-                    break
-        return [reasons[self.combination_dir(c, m)] for c, m in selected]
+    async def reused(self, case: Case, model: str) -> Reused | None:
+        """The case read back from the first kept reasoning file (name order) of its combination
+        that holds its image without error; None (evaluate it) when there is none, or when the
+        entry can no longer be read."""
+        image = case.params["image"]
+        kept = self.settings.kept.get(str(self.combination_dir(case, model)), ())
+        path = next((path for path, done in kept if image in done), None)
+        if path is None:
+            return None
+        return await asyncio.to_thread(self._read_back, case, path)
+
+    def _read_back(self, case: Case, path: str) -> Reused | None:
+        entry = self._kept.get(path, kept_entries).get(case.params["image"])
+        if entry is None:
+            return None
+        verdict = self.verdict(
+            case,
+            entry["responses"],
+            entry["aggregated_prediction"],
+            entry["vote_distribution"],
+            entry["full_prompt"],
+            entry["question"],
+        )
+        # the stage-1 request's digest is the outcome's prompt hash, as in the run that wrote it
+        return Reused(path, replace(verdict, calls=CallLog(requests=[self.stage1_request(case)])))
 
     # ---- requests ----------------------------------------------------------------------------
     def image(self, row: int) -> Part:
@@ -254,29 +271,37 @@ class PgtEvaluation(Evaluation):
                 }
             )
         vote = vote_of([r["extracted_prediction"] for r in responses])
-        if vote.prediction is None:
+        full_prompt = first.prompt or full_prompt_text(stage1)
+        return self.verdict(case, responses, vote.prediction, vote.distribution, full_prompt)
+
+    def verdict(
+        self,
+        case: Case,
+        responses: list[dict[str, Any]],
+        prediction: str | None,
+        distribution: Mapping[Any, int],
+        full_prompt: str,
+        question: str = QUESTION,
+    ) -> Verdict:
+        """The case's verdict from its scored responses and vote: what a reasoning file's entry
+        holds, so a kept entry is read back into the same verdict."""
+        label = case.params["label"]
+        if prediction is None:
             status = "unparsable"
         else:
-            status = "correct" if vote.prediction == label else "wrong"
+            status = "correct" if prediction == label else "wrong"
         return Verdict(
             status=status,
             scores={
                 "y_true": label,
-                "y_pred": vote.prediction,
+                "y_pred": prediction,
                 "individual_correct": sum(r["score"] for r in responses),
                 "individual_total": len(responses),
             },
-            prediction={
-                "aggregated_prediction": vote.prediction,
-                "vote_distribution": vote.distribution,
-            },
+            prediction={"aggregated_prediction": prediction, "vote_distribution": distribution},
             target={"label": label, "generator": case.params["generator"]},
             raw=transcript(responses),
-            extra={
-                "question": QUESTION,
-                "full_prompt": first.prompt or full_prompt_text(stage1),
-                "responses": responses,
-            },
+            extra={"question": question, "full_prompt": full_prompt, "responses": responses},
         )
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
@@ -293,3 +318,44 @@ class PgtEvaluation(Evaluation):
         draw.text((4, picture.height + 3), f"truth: {case.params['label']}", fill="black")
         draw.text((4, picture.height + 18), f"vote: {predicted} {votes}", fill=color)
         return encode_image(canvas, "JPEG", quality=85)
+
+
+RESPONSE_TYPES = {
+    "reasoning_response": str,
+    "clean_answer_response": str,
+    "extracted_prediction": (str, type(None)),
+    "score": int,
+}
+ENTRY_TYPES = {
+    "question": str,
+    "full_prompt": str,
+    "aggregated_prediction": (str, type(None)),
+    "vote_distribution": dict,
+    "responses": list,
+}
+
+
+def kept_entries(path: str) -> dict[str, dict[str, Any]]:
+    """A kept reasoning file's entries by image, those without error whose fields a verdict is
+    rebuilt from have the types a run writes; {} for a file that cannot be read. The file is
+    text from disk: a malformed entry only means its image is evaluated again."""
+    try:
+        entries = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(entries, list):
+        return {}
+    return {
+        str(e["image"]): e
+        for e in entries
+        if isinstance(e, dict) and "image" in e and not e.get("error") and _well_formed(e)
+    }
+
+
+def _well_formed(entry: dict[str, Any]) -> bool:
+    if not all(isinstance(entry.get(k), t) for k, t in ENTRY_TYPES.items()):
+        return False
+    return bool(entry["responses"]) and all(
+        isinstance(r, dict) and all(isinstance(r.get(k), t) for k, t in RESPONSE_TYPES.items())
+        for r in entry["responses"]
+    )
