@@ -14,13 +14,15 @@ import contextlib
 import importlib
 import threading
 import time
-from collections import Counter, defaultdict
+import traceback
+from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from reports import terminal
 from reports.gates import Gate, failed_gates
 from support import evaluations
 from support.settings import RunSettings
@@ -45,7 +47,7 @@ REPORT_MODULES = (
 
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
 OUTCOMES_ATTR = "vlmbench_outcomes"  # TestReport attribute: list of Outcome JSON dicts
-MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary
+MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary (-v)
 
 
 def interval_label(run: RunSettings) -> str:
@@ -70,6 +72,8 @@ class ReportPlugin:
         self.engine_stats: dict[str, list[Mapping[str, Any]]] = {}  # process -> per-model stats
         self.comparisons: dict[str, pd.DataFrame] = {}  # evaluation -> comparisons.csv
         self.started = time.time()  # epoch s, at configure: the manifest's session start
+        self.order: list[str] = []  # evaluations in the order their first outcome arrived
+        self.failed_summaries: dict[str, str] = {}  # evaluation -> what broke its summary
         self._to_import: list[str] = []  # imported in the background once cases report
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -90,6 +94,8 @@ class ReportPlugin:
         for d in getattr(report, OUTCOMES_ATTR, None) or ():
             o = Outcome.from_json(d)
             self.outcomes.setdefault((o.evaluation, o.case_id), o)
+            if o.evaluation not in self.order:
+                self.order.append(o.evaluation)
 
     def add_engine_stats(self, process: str, stats: list[Mapping[str, Any]]) -> None:
         """One process's per-model engine statistics (see fixtures.distribution)."""
@@ -101,11 +107,19 @@ class ReportPlugin:
         by_eval: dict[str, list[Outcome]] = defaultdict(list)
         for o in self.outcomes.values():
             by_eval[o.evaluation].append(o)
-        for name, outs in sorted(by_eval.items()):
-            outs.sort(key=lambda o: (o.model, o.case_id))
-            self._write_files(session, name, outs)
+        for name in [n for n in self.order if n in by_eval]:
+            outs = sorted(by_eval[name], key=lambda o: (o.model, o.case_id))
+            try:
+                self._write_files(session, name, outs)
+            except Exception as exc:  # one evaluation's broken summary never costs the others
+                self.failed_summaries[name] = "".join(
+                    traceback.format_exception_only(type(exc), exc)
+                ).strip()
+                self.summaries.pop(name, None)
+                self.headlines.pop(name, None)
         self.gate_messages = failed_gates(self.gates, self.headlines)
-        if self.gate_messages and session.exitstatus == pytest.ExitCode.OK:
+        failed = self.gate_messages or self.failed_summaries
+        if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _write_files(self, session: pytest.Session, name: str, outs: list[Outcome]) -> None:
@@ -151,10 +165,70 @@ class ReportPlugin:
         )
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.headlines or self.engine_stats:  # nothing to show after --collect-only
-            self._terminal_tables(terminalreporter)
+        tr = terminalreporter
+        if self.headlines or self.engine_stats or self.failed_summaries:  # not --collect-only
+            if tr.config.option.verbose > 0:
+                self._terminal_tables(tr)
+            else:
+                self._terminal_brief(tr)
+        for name, what in self.failed_summaries.items():
+            folder = self.run.results_dir / name / self.run.run_id
+            tr.write_line(
+                f"vlmbench: {name}: its summary failed ({what}); the outcomes are kept in "
+                f"{folder / 'raw_results.jsonl'}. This is a bug of the suite: please report it.",
+                red=True,
+                bold=True,
+            )
+        errors = [
+            line
+            for name in self.order
+            for line in terminal.error_lines(
+                name, [o for o in self.outcomes.values() if o.evaluation == name]
+            )
+        ]
+        if errors:
+            for line in errors:
+                tr.write_line(line, red=True)
+            args = " ".join(tr.config.invocation_params.args)
+            tr.write_line(
+                f"rerun what failed: pytest {args} --lf (answers already received are cached)"
+            )
         for msg in self.gate_messages:
             terminalreporter.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
+
+    def _data_label(self, name: str) -> str | None:
+        """The evaluation's word on its data when it is not the real dataset (e.g. the synthetic
+        sample), from its summary module's `data_label(run)`."""
+        try:
+            module = evaluations.spec(name).summary_module()
+            label = getattr(module, "data_label", None)
+            return label(self.run) if label is not None else None
+        except Exception:  # a label is a courtesy: never a reason to lose the summary
+            return None
+
+    def _terminal_brief(self, tr) -> None:
+        """Per evaluation: a heading, the brief table, one line of counts (see reports.terminal);
+        then one line naming the result folders."""
+        from support.outputs import markdown_table
+
+        for name in [n for n in self.order if n in self.headlines]:
+            headline = self.headlines[name]
+            module = evaluations.spec(name).summary_module()
+            metrics = terminal.key_metrics(headline, getattr(module, "KEY_METRICS", None))
+            table = terminal.brief_table(headline, metrics)
+            has_ci = any(f"{m}_lo" in headline.columns for m in metrics) and self.run.bootstrap
+            what = [", ".join(metrics)]
+            if has_ci and any("[" in str(v) for v in table.to_numpy().ravel()):
+                what.append("95% bootstrap intervals")
+            label = self._data_label(name)
+            if label:
+                what.append(label.split(";")[0].split("(")[0].strip())
+            tr.write_sep("=", f"vlmbench: {name}: {'; '.join(what)}")
+            tr.write_line(markdown_table(table))
+            outs = [o for o in self.outcomes.values() if o.evaluation == name]
+            tr.write_line(terminal.counts_line(outs, self.comparisons.get(name)))
+        if self.files:
+            tr.write_line(terminal.folders_line(self.files, tr.config.invocation_params.dir))
 
     def _terminal_tables(self, tr) -> None:
         import pandas as pd
@@ -162,24 +236,15 @@ class ReportPlugin:
         from support.contrasts import power_table
         from support.outputs import markdown_table, with_intervals
 
-        for name, headline in self.headlines.items():
-            tr.write_sep("=", f"vlmbench: {name} ({interval_label(self.run)})")
-            metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
+        for name in [n for n in self.order if n in self.headlines]:
+            headline = self.headlines[name]
+            metrics = terminal.interval_metrics(headline)
+            label = self._data_label(name)
+            heading = interval_label(self.run) if metrics else "no intervals"
+            tr.write_sep("=", f"vlmbench: {name} ({heading}){f'; {label}' if label else ''}")
             tr.write_line(markdown_table(with_intervals(headline, metrics)))
             outs = [o for o in self.outcomes.values() if o.evaluation == name]
-            sent = sum(o.backend_calls for o in outs)
-            cached = sum(o.cache_hits for o in outs)
-            tr.write_line(
-                f"cases: {len(outs)}; model calls: {sent} sent, {cached} served from cache; "
-                f"statuses: {dict(sorted(Counter(o.status for o in outs).items()))}"
-            )
-            table = self.comparisons.get(name)
-            if table is not None and len(table):
-                significant = int((table["p_holm"] < 0.05).sum())
-                tr.write_line(
-                    f"paired comparisons: {len(table)} rows, {significant} with Holm p < 0.05 "
-                    "(comparisons.csv, report.md)"
-                )
+            tr.write_line(terminal.counts_line(outs, self.comparisons.get(name)))
             usage = self.usage.get(name)
             if usage is not None and (usage["input_tokens"] > 0).any():
                 tr.write_line("usage and cost per model (USD; cached answers included):")

@@ -1,0 +1,171 @@
+"""What the terminal says at the end of a run, as pure functions of the run's tables and outcomes.
+
+By default each evaluation gets a brief table (its key metrics, one column a model, one row a
+label combination and metric), one line of counts, and the run prints one line naming its result
+folders: about 40 lines for the five quick subsets. `-v` prints the full headline tables, every
+file written and the engine statistics, as the reporter always did. The brief table keeps the
+intervals while it fits the terminal's width and drops them (summary.csv, report.md keep them)
+when there are too many models.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from support.types import Outcome
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAX_WIDTH = 120  # terminal columns a brief table may take
+MAX_ERRORS_LISTED = 3  # distinct pipeline errors named per evaluation
+ERROR_CHARS = 160  # characters of one error message shown
+
+
+def interval_metrics(headline: pd.DataFrame) -> list[str]:
+    """The headline's metrics that carry an interval (`m`, `m_lo`, `m_hi`)."""
+    return [c for c in headline.columns if f"{c}_lo" in headline.columns]
+
+
+def label_columns(headline: pd.DataFrame) -> list[str]:
+    """The columns that name a row (text columns other than the model), in table order."""
+    import pandas as pd
+
+    return [
+        c
+        for c in headline.columns
+        if c != "model"
+        and not str(c).endswith(("_lo", "_hi"))
+        and not pd.api.types.is_numeric_dtype(headline[c])
+    ]
+
+
+def key_metrics(headline: pd.DataFrame, declared: Sequence[str] | None) -> list[str]:
+    """The metrics of the brief table: the summary module's KEY_METRICS that the headline has,
+    else its first metric with an interval, else its first numeric rate-like column."""
+    found = [m for m in declared or () if m in headline.columns]
+    if found:
+        return found
+    with_ci = interval_metrics(headline)
+    if with_ci:
+        return with_ci[:1]
+    numeric = [
+        c
+        for c in headline.columns
+        if c not in label_columns(headline) and c != "model" and headline[c].dtype.kind == "f"
+    ]
+    return numeric[:1]
+
+
+def brief_table(
+    headline: pd.DataFrame, metrics: Sequence[str], max_width: int = MAX_WIDTH
+) -> pd.DataFrame:
+    """Rows: (labels..., metric); columns: models; cells: value [lo, hi] (or the value alone
+    when the intervals would not fit `max_width` columns)."""
+    import pandas as pd
+
+    from support.outputs import fmt
+
+    labels = label_columns(headline)
+    models = list(dict.fromkeys(headline["model"])) if "model" in headline else [""]
+    table = headline.copy()
+    for c in labels:
+        table[c] = table[c].fillna("").astype(str)
+
+    def cell(row: pd.Series, m: str, ci: bool) -> str:
+        text = fmt(row[m])
+        lo, hi = row.get(f"{m}_lo"), row.get(f"{m}_hi")
+        if ci and lo is not None and hi is not None and not (pd.isna(lo) or pd.isna(hi)):
+            text += f" [{fmt(lo)}, {fmt(hi)}]"
+        return text
+
+    def build(ci: bool) -> pd.DataFrame:
+        rows: dict[tuple, dict[str, str]] = {}
+        for _, row in table.iterrows():
+            model = row["model"] if "model" in table else ""
+            for m in metrics:
+                key = (*(row[c] for c in labels), m)
+                rows.setdefault(key, {})[str(model)] = cell(row, m, ci)
+        out = [
+            {**dict(zip([*labels, "metric"], key, strict=True)), **{str(m): "" for m in models}}
+            | cells
+            for key, cells in rows.items()
+        ]
+        frame = pd.DataFrame(out, columns=[*labels, "metric", *map(str, models)])
+        if len(metrics) == 1:  # the heading names it
+            frame = frame.drop(columns=["metric"])
+        return frame
+
+    full = build(ci=True)
+    if _width(full) <= max_width:
+        return full
+    return build(ci=False)
+
+
+def _width(df: pd.DataFrame) -> int:
+    from support.outputs import markdown_table
+
+    return max((len(line) for line in markdown_table(df).splitlines()), default=0)
+
+
+def counts_line(outs: Sequence[Outcome], comparisons: pd.DataFrame | None) -> str:
+    """`360 cases: 234 correct, 126 wrong · model calls: 360 sent, 0 served from cache ·
+    Holm p < 0.05: 3 of 15 comparisons` (and how many outcomes were reused from existing
+    results)."""
+    statuses = Counter(o.status for o in outs)
+    order = ("correct", "wrong", "unparsable", "error")
+    parts = [f"{statuses[s]} {s}" for s in order if statuses[s]]
+    parts += [f"{n} {s}" for s, n in sorted(statuses.items()) if s not in order]
+    sent = sum(o.backend_calls for o in outs)
+    cached = sum(o.cache_hits for o in outs)
+    pieces = [
+        f"{len(outs)} cases: {', '.join(parts) or 'none'}",
+        f"model calls: {sent} sent, {cached} served from cache",
+    ]
+    reused = sum(1 for o in outs if (o.extra or {}).get("reused"))
+    if reused:
+        pieces.append(f"{reused} reused from existing results (--override re-runs them)")
+    if comparisons is not None and len(comparisons) and "p_holm" in comparisons:
+        significant = int((comparisons["p_holm"] < 0.05).sum())
+        pieces.append(f"Holm p < 0.05: {significant} of {len(comparisons)} comparisons")
+    return " · ".join(pieces)
+
+
+def error_lines(name: str, outs: Iterable[Outcome]) -> list[str]:
+    """The pipeline errors of an evaluation, the most frequent first: `model: message (count)`."""
+    errors = Counter(
+        (o.model, " ".join(str(o.error or "unknown error").split())[:ERROR_CHARS])
+        for o in outs
+        if o.status == "error"
+    )
+    if not errors:
+        return []
+    total = sum(errors.values())
+    lines = [f"{name}: {total} case(s) failed in the pipeline (not wrong answers):"]
+    for (model, message), n in errors.most_common(MAX_ERRORS_LISTED):
+        lines.append(f"  {model}: {message} ({n})")
+    if len(errors) > MAX_ERRORS_LISTED:
+        lines.append(f"  ... {len(errors) - MAX_ERRORS_LISTED} other messages (calls.csv)")
+    return lines
+
+
+def folders_line(files: dict[str, list[Path]], start: Path) -> str:
+    """One line naming the run's result folders (relative to `start` when inside it):
+    `results/{pgt,pointing}/20261125_130051/ (163 files; report.md in each; -v lists them)`."""
+    folders = []
+    for paths in files.values():
+        if paths:
+            folder = paths[0].parent
+            folders.append(folder.relative_to(start) if folder.is_relative_to(start) else folder)
+    if not folders:
+        return "results: none written"
+    count = sum(len(p) for p in files.values())
+    tail = f"({count} files; report.md in each; -v lists them)"
+    parents, runs = {f.parent.parent for f in folders}, {f.name for f in folders}
+    if len(folders) > 1 and len(parents) == 1 and len(runs) == 1:  # one results dir, one run id
+        names = ",".join(f.parent.name for f in folders)
+        return f"results: {next(iter(parents))}/{{{names}}}/{next(iter(runs))}/ {tail}"
+    return f"results: {', '.join(f'{f}/' for f in folders)} {tail}"
