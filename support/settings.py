@@ -34,5 +34,8 @@ class RunSettings:
     power: bool = False  # `--power`: print sample sizes for `power_delta` and `target_halfwidth`
     power_delta: float = 0.05  # a difference to detect at 80% power (metric units: 0.05 = 5 points)
     target_halfwidth: float = 0.05  # a wanted half-width of a comparison's 95% interval
+    # model -> why it cannot run here (registry.availability); only under --skip-unavailable,
+    # which skips its cases with that reason (without it such a model stops the run)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
     # evaluation name -> its own settings object (what its spec's `configure` built)
     evaluations: Mapping[str, Any] = field(default_factory=dict)

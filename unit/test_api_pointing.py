@@ -265,7 +265,7 @@ def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):
 
 
 def test_missing_key_skips_with_the_variable_named(cholecseg8k, tmp_path):
-    args = argv("gpt-4o-mini", cholecseg8k, tmp_path, "-rs")
+    args = argv("gpt-4o-mini", cholecseg8k, tmp_path, "-rs", "--skip-unavailable")
     proc = run_pytest(args, "openai", key=None, timeout=240)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert "60 skipped" in proc.stdout

@@ -301,9 +301,14 @@ def test_default_data_is_the_synthetic_folder_of_the_cache(shared_cache):
 
 
 def test_data_files_follow_the_options(tmp_path):
+    from support.nyu.spec import NyuSettings
+    from support.pointing.spec import PointingSettings
+
     run = RunSettings(cache_dir=tmp_path / "cache")
-    mat = tmp_path / "nyu.mat"
-    assert _data_files("nyu_distance", run, nyu_mat=str(mat)) == [mat]
+    mat = tmp_path / "nyu.mat"  # not there: configure would refuse it, data_files only lists it
+    assert evaluations.spec("nyu_distance").data_files(NyuSettings(mat=str(mat)), run) == [mat]
+    (tmp_path / "rgb").mkdir()
+    (tmp_path / "depth").mkdir()
     assert _data_files("nyu_distance", run, nyu_dir=str(tmp_path)) == [tmp_path]
     (tmp_path / "metadata.jsonl").write_text("")
     assert _data_files("dynamic", run, dynamic_data=str(tmp_path)) == [tmp_path]
@@ -316,7 +321,8 @@ def test_data_files_follow_the_options(tmp_path):
     got = _data_files("pointing", run, cholecseg8k=str(tmp_path), pointing_prepared=str(prepared))
     assert got == [tmp_path, prepared.resolve()]
     # a hub id: the folder `python -m support.pointing.download` extracts into (never fetched)
-    (hub,) = _data_files("pointing", run, cholecseg8k="someone/SomeData")
+    settings = PointingSettings(cholecseg8k="someone/SomeData")  # configure: "not downloaded"
+    (hub,) = evaluations.spec("pointing").data_files(settings, run)
     assert hub.is_relative_to(run.cache_dir) and not hub.exists()
 
 

@@ -97,10 +97,10 @@ def test_chance_is_wrong_and_xdist_gives_the_same_summary(run, nyu_mat):
     )
 
 
-def test_broken_file_is_a_clear_collection_error(run, tmp_path):
+def test_broken_file_is_a_clear_usage_error(run, tmp_path):
     bad = tmp_path / "nyu_depth_v2_labeled.mat"
     bad.write_bytes(b"MATLAB 7.3 MAT-file" + b"\0" * 981)  # the first 1000 bytes, say
     result, _ = run("--model=oracle", f"--nyu-mat={bad}")
-    assert result.ret != 0
-    text = result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # checked at configure (--nyu-mat named)
+    text = result.stderr.str()
     assert str(bad) in text and "truncated MATLAB v7.3" in text

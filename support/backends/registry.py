@@ -8,9 +8,11 @@ the Request: a `str`, or one `str` per sample) and `planted:RULE` (a reference m
 the oracle except where the rule fails a request, e.g. `planted:where_distance=0.9,*=0.05`: fnmatch
 patterns over the request's category, first match wins; support/backends/planted.py). A bad rule
 is a ValueError when the name is checked, so a usage error before collection. Factories import
-their SDKs only when called, so an uninstalled extra costs nothing until its model is asked for; a
-missing SDK, key or accelerator raises BackendUnavailable (the model's cases are skipped with that
-reason).
+their SDKs only when called, so an uninstalled extra costs nothing until its model is asked for.
+`availability(name)` says, without importing an SDK, why a model cannot run here (a missing
+package, key, model folder or accelerator): at configure that is a usage error naming the
+variable or the install, or, with `--skip-unavailable`, the reason its cases are skipped with (as
+is a BackendUnavailable a factory raises).
 
 Kinds (`ModelSpec.kind`, `model_kind`), known from the name alone, without building anything:
 "reference" (offline, reads the evaluation's hints), "api" (network and a key), "local-gpu"
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from support.backends.api_keys import KEY_ENV, env_key
 from support.backends.base import Backend, BackendUnavailable
 
 KINDS = ("reference", "api", "local-gpu", "local-cpu")
@@ -116,15 +119,22 @@ def _chance(name: str, model_id: str, opts: BackendOptions) -> Backend:
     return ChanceBackend(name, seed=opts.seed)
 
 
-def _require_sdk(name: str, *modules: str) -> None:
-    """BackendUnavailable unless the `api` extra's modules are importable."""
+def _missing_module(modules: tuple[str, ...]) -> str | None:
+    """The first of `modules` that is not importable here (found without importing it)."""
     for module in modules:
         try:
             found = importlib.util.find_spec(module) is not None
         except ImportError:  # a missing parent package (`google`)
             found = False
         if not found:
-            raise BackendUnavailable(f"{name}: pip install 'vlmbench[api]'")
+            return module
+    return None
+
+
+def _require_sdk(name: str, *modules: str) -> None:
+    """BackendUnavailable unless the `api` extra's modules are importable."""
+    if _missing_module(modules) is not None:
+        raise BackendUnavailable(f"{name}: pip install 'vlmbench[api]'")
 
 
 def _api_kwargs(opts: BackendOptions) -> dict[str, Any]:
@@ -365,6 +375,57 @@ def model_kind(name: str) -> str:
     """ "reference", "api", "local-gpu" (vLLM) or "local-cpu" (transformers): what a model needs,
     known from its name alone (marks, xdist grouping) without building it."""
     return model_spec(name).kind
+
+
+# provider -> (modules its backend needs, the extra of pyproject.toml that installs them)
+NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
+    "openai": (("openai", "tenacity"), "api"),
+    "openai-compatible": (("openai", "tenacity"), "api"),
+    "anthropic": (("anthropic", "tenacity"), "api"),
+    "google": (("google.genai", "tenacity"), "api"),
+    "vllm": (("vllm",), "vllm"),
+    "hf": (("torch", "transformers"), "hf"),
+}
+
+
+def availability(name: str, opts: BackendOptions | None = None) -> str | None:
+    """Why the model `name` cannot run here, with what to do about it, or None.
+
+    Cheap and offline, so it runs at configure in every process: the provider's packages are
+    looked up (importlib.util.find_spec, nothing imported), its key variable read (never
+    printed), a local model's folder stat-ed; only an `hf:` model asked for an accelerator
+    (`--device cuda`) imports torch to see one. vLLM's own platform decides between a GPU and
+    its CPU build, so a `local-gpu` model needs vLLM installed, not a GPU. A model this check
+    passes may still fail at build time (BackendUnavailable, e.g. a plugin's own requirement).
+    """
+    spec = model_spec(name)
+    opts = opts or BackendOptions()
+    if spec.provider == "openai-compatible" and not opts.api_base:
+        return (
+            f"{name}: needs --api-base URL (the server's endpoint, e.g. http://127.0.0.1:8000/v1)"
+        )
+    modules, extra = NEEDS.get(spec.provider, ((), ""))
+    missing = _missing_module(modules)
+    if missing is not None:
+        return f'{name}: the {missing} package is not installed: pip install -e ".[{extra}]"'
+    if spec.provider in KEY_ENV and env_key(spec.provider) is None:  # the SDKs' variables
+        return f"{name}: {' or '.join(KEY_ENV[spec.provider])} is not set"
+    if spec.provider in ("vllm", "hf"):
+        from support.backends.model_folder import checked_folder
+
+        try:
+            checked_folder(name, spec.model_id)
+        except BackendUnavailable as exc:
+            return str(exc)
+    device = dict(opts.extra).get("device")
+    if spec.provider == "hf" and device not in (None, "", "auto", "cpu"):
+        from support.backends.transformers_local import resolve_device
+
+        try:
+            resolve_device(name, device)
+        except (BackendUnavailable, ValueError) as exc:
+            return str(exc)
+    return None
 
 
 def create_backend(name: str, opts: BackendOptions | None = None) -> Backend:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.data_paths import existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.settings import RunSettings
 
@@ -74,11 +75,11 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> DynamicSettings:
             raise OptionError("--dynamic-strategy", f"{s!r}: one of {', '.join(STRATEGIES)}")
     data = values.get("dynamic_data") or None
     if data:
-        folder = Path(data)
-        if not folder.is_dir():
-            raise OptionError("--dynamic-data", f"{data}: not a folder")
+        fix = "pass an AnyPoint objects folder (metadata.jsonl, {object_id}.npy), or leave the "
+        fix += "option out for the procedural set"
+        folder = existing_folder("--dynamic-data", data, fix)
         if not (folder / "metadata.jsonl").is_file():
-            raise OptionError("--dynamic-data", f"{data}: no metadata.jsonl in this folder")
+            raise OptionError("--dynamic-data", f"--dynamic-data {data}: no metadata.jsonl; {fix}")
     categories = tuple(_list(values.get("dynamic_categories"))) or None
     if categories:
         from support.dynamic.questions import CATEGORIES  # light: numpy only

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.data_paths import SYNTHETIC_FIX, existing_file, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.settings import Compat, RunSettings
 
@@ -23,6 +24,28 @@ class NyuSettings:
     source_images: int = SOURCE_IMAGES  # source: the first N images (its --num_images)
 
 
+def check_mat(mat: str) -> None:
+    """OptionError naming --nyu-mat unless the file exists and opens as the labeled NYU file
+    (HDF5 with `images` and `depths` of the real shapes: its header and metadata, no pixels)."""
+    from support.nyu.mat import DOWNLOAD_HINT, NyuMat, NyuMatError
+
+    fix = f"fetch the file with `{DOWNLOAD_HINT}`, {SYNTHETIC_FIX}"
+    path = existing_file("--nyu-mat", mat, fix)
+    try:
+        NyuMat(path).close()
+    except NyuMatError as exc:
+        raise OptionError("--nyu-mat", f"--nyu-mat {exc}") from None
+
+
+def check_folder(folder: str) -> None:
+    """OptionError naming --nyu-dir unless the folder holds rgb/ and depth/."""
+    fix = f"pass an extracted NYU folder (rgb/NNNN.jpg, depth/NNNN.npy), {SYNTHETIC_FIX}"
+    path = existing_folder("--nyu-dir", folder, fix)
+    missing = [f"{sub}/" for sub in ("rgb", "depth") if not (path / sub).is_dir()]
+    if missing:
+        raise OptionError("--nyu-dir", f"--nyu-dir {folder}: no {' or '.join(missing)}; {fix}")
+
+
 def configure(values: Mapping[str, Any], run: RunSettings) -> NyuSettings:
     k = values.get("pairs_per_image")
     k = PAIRS_PER_IMAGE if k is None else k
@@ -31,8 +54,10 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> NyuSettings:
     mat, folder = values.get("nyu_mat") or None, values.get("nyu_dir") or None
     if mat and folder:
         raise OptionError("--nyu-dir", "give --nyu-mat or --nyu-dir, not both")
-    if folder and not Path(folder).is_dir():
-        raise OptionError("--nyu-dir", f"{folder}: not a folder")
+    if folder:
+        check_folder(folder)
+    if mat:
+        check_mat(mat)
     return NyuSettings(mat=mat, pairs_per_image=k, folder=folder, compat=run.compat,
                        source_images=run.samples or SOURCE_IMAGES)  # fmt: skip
 

@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support.data_paths import csv_columns, existing_file, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.pgt.dataset import (
+    COLUMN_ALIASES,
     DATASETS,
+    OWN,
     DatasetError,
     ImagePaths,
+    detect_schema,
     parse_image_roots,
     parse_path_map,
     resolve_csv,
@@ -59,6 +63,31 @@ class PgtSettings:
         return out
 
 
+def check_csv(dataset: str, csv: Path, registered: bool) -> None:
+    """OptionError naming --pgt-dataset unless `csv` exists and its header has the columns of
+    one of the three schemas (support.pgt.dataset; the rows are checked when it is loaded)."""
+    flag = "--pgt-dataset"
+    fix = (
+        f"pass --pgt-root DIR, the source's data/ folder holding {DATASETS[dataset]}"
+        if registered
+        else f"pass a dataset CSV (image_path and label columns) or a registered name "
+        f"({', '.join(DATASETS)}), or leave the option out for the synthetic sample"
+    )
+    if registered and not csv.is_file():
+        raise OptionError(flag, f"{flag} {dataset}: {csv}: no such file; {fix}")
+    existing_file(flag, csv, fix)
+    columns = csv_columns(flag, csv)
+    if detect_schema(columns) != OWN:
+        return
+    for needed in ("image_path", "label"):
+        if not set(COLUMN_ALIASES[needed]) & set(columns):
+            raise OptionError(
+                flag,
+                f"{flag} {csv}: no {needed!r} column (accepted names: "
+                f"{', '.join(COLUMN_ALIASES[needed])}; found: {', '.join(columns)})",
+            )
+
+
 def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
     try:
         phrases = parse_phrase_specs(values.get("pgt_phrase") or [])
@@ -82,12 +111,20 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         path_map = parse_path_map(values.get("pgt_path_map") or [])
     except ValueError as exc:
         raise OptionError("--pgt-path-map", str(exc)) from None
+    for folder in roots.values():
+        fix = "pass the folder the CSV's image paths are relative to"
+        existing_folder("--pgt-image-root", str(folder), fix)
+    root = values.get("pgt_root") or None
+    if root:
+        fix = "pass the source's data/ folder (df40/, d3/, genimage/ with their CSVs)"
+        existing_folder("--pgt-root", root, fix)
     name, csv = SYNTHETIC, None
     if values.get("pgt_dataset"):
         try:
-            name, csv = resolve_csv(values["pgt_dataset"], values.get("pgt_root"))
+            name, csv = resolve_csv(values["pgt_dataset"], root)
         except DatasetError as exc:
             raise OptionError("--pgt-dataset", str(exc)) from None
+        check_csv(values["pgt_dataset"], csv, registered=root is not None and name in DATASETS)
     settings = PgtSettings(
         dataset=name,
         csv=csv,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.data_paths import SYNTHETIC_FIX, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.settings import Compat, RunSettings
 
@@ -32,15 +33,65 @@ class PointingSettings:
         return self.compat == "source"
 
 
+CHOLECSEG8K_FIX = (
+    "pass the CholecSeg8k root (the folder holding videoNN/), a save_to_disk folder or parquet "
+    f"file(s), {SYNTHETIC_FIX}"
+)
+
+
+def check_cholecseg8k(source: str, run: RunSettings) -> None:
+    """OptionError naming --cholecseg8k unless `source` names something CholecSeg8k.open reads: a
+    glob that matches, a downloaded hub id, a parquet file, or a folder holding a raw tree, a
+    save_to_disk copy or parquet files (each looked for as `open` does, stopping at the first)."""
+    from support.pointing.dataset import find_raw_root, is_hub_id
+
+    flag = "--cholecseg8k"
+    if glob.has_magic(source):
+        if not glob.glob(source, recursive=True):
+            raise OptionError(flag, f"{flag} {source}: no file matches; {CHOLECSEG8K_FIX}")
+        return
+    if is_hub_id(source):
+        from support.pointing.download import command, hub_dir
+
+        if find_raw_root(hub_dir(run.cache_dir, source)) is None:
+            raise OptionError(
+                flag,
+                f"{flag} {source}: not downloaded (downloading is an explicit step, never done "
+                f"while collecting); run: {command(source, run.cache_dir)}",
+            )
+        return
+    path = Path(source).expanduser()
+    if path.is_file():
+        if path.suffix != ".parquet":
+            raise OptionError(flag, f"{flag} {source}: a file, not parquet; {CHOLECSEG8K_FIX}")
+        return
+    folder = existing_folder(flag, source, CHOLECSEG8K_FIX)
+    if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():
+        return
+    try:
+        if find_raw_root(folder) is not None or next(folder.rglob("*.parquet"), None):
+            return
+    except ValueError as exc:  # several raw trees below it
+        raise OptionError(flag, f"{flag} {exc}") from None
+    raise OptionError(
+        flag,
+        f"{flag} {source}: holds no CholecSeg8k data (no videoNN/videoNN_*/frame_*_endo.png in "
+        f"it or one folder below, no state.json, no parquet); {CHOLECSEG8K_FIX}",
+    )
+
+
 def configure(values: Mapping[str, Any], run: RunSettings) -> PointingSettings:
+    source = values.get("cholecseg8k") or None
+    if source is not None:
+        check_cholecseg8k(source, run)
     prepared = values.get("pointing_prepared") or None
     if prepared is not None:
-        prepared = Path(prepared).expanduser().resolve()
-        if not prepared.is_dir():
-            raise OptionError("--pointing-prepared", f"{prepared} is not a folder")
-    return PointingSettings(
-        cholecseg8k=values.get("cholecseg8k") or None, prepared=prepared, compat=run.compat
-    )
+        fix = (
+            "pass a prepared folder (e.g. the original's data_info/cholecseg8k), or leave the "
+            "option out to prepare the data here"
+        )
+        prepared = existing_folder("--pointing-prepared", prepared, fix).resolve()
+    return PointingSettings(cholecseg8k=source, prepared=prepared, compat=run.compat)
 
 
 def data_files(settings: PointingSettings, run: RunSettings) -> list[Path]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from support.data_paths import SYNTHETIC_FIX, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.settings import RunSettings
 
@@ -23,8 +24,9 @@ class SurgvqaSettings:
 
 def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     root = values.get("surgvqa_root") or None
-    if root and not Path(root).is_dir():
-        raise OptionError("--surgvqa-root", f"{root}: not a folder")
+    if root:
+        fix = f"pass the folder the SurgVU data was extracted to, {SYNTHETIC_FIX}"
+        existing_folder("--surgvqa-root", root, fix)
     frames = values.get("surgvqa_frames")
     frames = VQA_FRAMES if frames is None else frames
     if not isinstance(frames, int) or frames < 1:
