@@ -156,6 +156,20 @@ def _nan(v: object) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
+def report_head(title: str, data: str | None) -> list[str]:
+    """The first lines of a report.md: `# title`, and when the data is not the real dataset
+    (`data`: the summary module's `data_label(run)`) a title that says so and a line naming it."""
+    if data is None:
+        return [f"# {title}", ""]
+    return [
+        f"# {title}: synthetic data",
+        "",
+        f"**Data: {data}.** These numbers check the pipeline; they say nothing about a model on "
+        "the real dataset.",
+        "",
+    ]
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     """GitHub-flavoured markdown table (pandas.to_markdown, i.e. tabulate)."""
     return df.to_markdown(index=False)

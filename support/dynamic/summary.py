@@ -34,7 +34,13 @@ import pandas as pd
 from support.dynamic.assets import Asset, read_assets
 from support.dynamic.spec import DynamicSettings, asset_folder
 from support.dynamic.task import build_scene
-from support.outputs import atomic_write, atomic_write_text, file_name, markdown_table
+from support.outputs import (
+    atomic_write,
+    atomic_write_text,
+    file_name,
+    markdown_table,
+    report_head,
+)
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -260,7 +266,7 @@ def write_outputs(
             written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
     plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png")
     report = out_dir / "report.md"
-    atomic_write_text(report, report_text(summary, plot))
+    atomic_write_text(report, report_text(summary, plot, data_label(run)))
     return [*written, *([plot] if plot else []), report]
 
 
@@ -304,14 +310,24 @@ def plot_cumulative_errors(outcomes: list[Outcome], path: Path) -> Path | None:
     return path
 
 
-def report_text(summary: pd.DataFrame, plot: Path | None) -> str:
-    """report.md: the searches per model, then the errors found per category."""
+def data_label(run: RunSettings) -> str | None:
+    """What the objects are when they are not AnyPoint's (no --dynamic-data: the procedural
+    set); None for a real objects folder."""
+    settings = run.evaluations.get("dynamic") or DynamicSettings()
+    if settings.data:
+        return None
+    return "procedural objects (support/dynamic/assets.py; not AnyPoint's objects)"
+
+
+def report_text(summary: pd.DataFrame, plot: Path | None, data: str | None = None) -> str:
+    """report.md: what the data is, the searches per model, then the errors found per
+    category."""
     main = headline(summary)
     by_category = summary[summary.subset != "all"][
         ["model", "search", "subset", "tasks", "errors", "error_rate"]
     ].rename(columns={"subset": "category"})
     parts = [
-        "# dynamic\n",
+        "\n".join(report_head("dynamic", data)),
         "Errors found per search (tasks answered wrongly or unparsably); errors_vs_random is "
         "the search's gain over the random baseline at the same budget.\n",
         markdown_table(main.astype(object).fillna("")),

@@ -31,6 +31,7 @@ import pandas as pd
 
 from support.contrasts import Comparisons
 from support.metrics import cluster_resample, safe_ratio, summarize_groups
+from support.outputs import atomic_write, fmt
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -212,13 +213,26 @@ def by_distance(outcomes: list[Outcome]) -> pd.DataFrame:
     return table.reset_index()
 
 
-def write_report(summary: pd.DataFrame, outcomes: list[Outcome], path: Path) -> Path:
-    """report.md: what is measured, the overall table with intervals, MAE by true distance."""
-    from support.outputs import atomic_write_text, markdown_table, with_intervals
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not the real NYU Depth V2 (no --nyu-mat or --nyu-dir: the
+    synthetic sample); None for the real data."""
+    from support.nyu.spec import NyuSettings
+
+    settings = run.evaluations.get("nyu_distance") or NyuSettings()
+    if settings.mat or settings.folder:
+        return None
+    return "synthetic sample (support/synthetic/nyu_depth.py; not the real NYU Depth V2)"
+
+
+def write_report(
+    summary: pd.DataFrame, outcomes: list[Outcome], path: Path, data: str | None = None
+) -> Path:
+    """report.md: what the data is, what is measured, the overall table with intervals, MAE by
+    true distance."""
+    from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
 
     lines = [
-        "# NYU Depth V2 3D distance evaluation",
-        "",
+        *report_head("NYU Depth V2 3D distance evaluation", data),
         "Each case shows an indoor image with a red cross at A and a blue cross at B and asks for "
         "their 3D Euclidean distance in metres. The truth back-projects both pixels with their "
         "Kinect depths through the NYU intrinsics. Errors are predicted minus true distance (m); "
@@ -240,19 +254,20 @@ def write_report(summary: pd.DataFrame, outcomes: list[Outcome], path: Path) -> 
     return path
 
 
-def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path) -> Path:
+def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path) -> Path | None:
     """pred_vs_truth.png: predicted vs true distance per model, the y = x line; answers beyond
-    the axes are drawn at the edge as triangles."""
+    the axes are drawn at the edge as triangles; a model without a parsed answer gets a panel
+    saying so. None (no file) without outcomes."""
+    models = sorted({o.model for o in outcomes})
+    if not models:
+        return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = sorted({o.model for o in outcomes})
-    fig, axes = plt.subplots(
-        1, max(1, len(models)), figsize=(4.2 * max(1, len(models)), 4.2), squeeze=False
-    )
-    truth = max([o.scores["gt"] for o in outcomes] or [1.0])  # m
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 4.2), squeeze=False)
+    truth = max(float(o.params["gt_distance"]) for o in outcomes)  # m (error outcomes too)
     preds = [o.scores["pred"] for o in outcomes if o.scores.get("pred") is not None]
     typical = float(np.quantile(preds, 0.95)) if preds else 0.0
     limit = 1.1 * max(truth, min(typical, 3 * truth))  # m: wild answers do not squash the rest
@@ -269,6 +284,8 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
         ax.plot([0, limit], [0, limit], color="grey", lw=1, ls="--", label="y = x")
         ax.scatter(gt[inside], pred[inside], s=14, alpha=0.7)
         ax.scatter(gt[~inside], np.full((~inside).sum(), limit), s=20, marker="^", color="red")
+        if not pts:
+            ax.text(0.5, 0.5, "no parsable answers", transform=ax.transAxes, ha="center")
         ax.set_xlim(0, limit)
         ax.set_ylim(0, limit * 1.02)
         ax.set_aspect("equal")
@@ -277,12 +294,12 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
         title = model
         if stats is not None and model in stats.index:
             r = stats.loc[model]
-            title += f"\nMAE {r['mae']:.3f} m, response rate {r['response_rate']:.2f}"
+            title += f"\nMAE {fmt(r['mae'])} m, response rate {fmt(r['response_rate'], 2)}"
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110))
     plt.close(fig)
     return path
 
@@ -294,6 +311,8 @@ def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path)
     from support.nyu.task import marked_jpeg, marked_name, open_data, pair_of
     from support.outputs import atomic_write
 
+    if not outcomes:  # nothing to draw: the data is not opened
+        return []
     settings = run.evaluations.get("nyu_distance") or NyuSettings()
     mat = open_data(settings, run.cache_dir)
     pairs = {(o.params["image_idx"], o.params["pair_idx"]): o.params for o in outcomes}
@@ -312,10 +331,11 @@ def write_outputs(
     outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
 ) -> list[Path]:
     """The source's nyu_distance_results.json and marked images, report.md and the
-    prediction-vs-truth plot."""
+    prediction-vs-truth plot (none without outcomes)."""
+    plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png")
     return [
         write_results_json(outcomes, out_dir / "nyu_distance_results.json", run.compat),
-        write_report(summary, outcomes, out_dir / "report.md"),
-        plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png"),
+        write_report(summary, outcomes, out_dir / "report.md", data_label(run)),
+        *([plot] if plot else []),
         *write_marked_images(outcomes, run, out_dir / "marked_images"),
     ]

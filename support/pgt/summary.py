@@ -32,7 +32,13 @@ from support.metrics import (
     safe_ratio,
     summarize_groups,
 )
-from support.outputs import atomic_write_text, markdown_table, with_intervals, write_csv
+from support.outputs import (
+    atomic_write_text,
+    markdown_table,
+    report_head,
+    with_intervals,
+    write_csv,
+)
 from support.pgt import source_metrics as sm
 from support.pgt.answers import AI, REAL
 from support.pgt.layout import log_dir, performance_name, result_dir
@@ -395,13 +401,17 @@ def write_outputs(
             }
             for g, v in generators.items()
         ]
-    recall = pd.DataFrame(recall_rows)
+    recall_columns = [*COMBINATION, "generator", "recall", "recall_lo", "recall_hi", "n"]
+    recall = pd.DataFrame(recall_rows, columns=recall_columns)  # a header even when empty
     in_run = [
         write_csv(recall, out_dir / "generator_recall.csv"),
-        write_report(summary, recall, out_dir / "report.md"),
+        write_report(summary, recall, out_dir / "report.md", data_label(run)),
     ]
     # the source's figures, from this run's performance and reasoning files (the PNGs show in
-    # the HTML report); a figure the data cannot make is skipped, its reason logged
+    # the HTML report); a figure the data cannot make is skipped, its reason logged; none
+    # without results/pgt (no outcomes: the plots would read a missing folder as a file)
+    if not (run.results_dir / "pgt").is_dir():
+        return in_run + written
     from support.pgt.plots import PlotSkipped, make_all
 
     performance_run = f"{sm.PERFORMANCE_FIXED_RUN_PREFIX}{ts}" if source else ts
@@ -485,13 +495,26 @@ def _write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
-def write_report(summary: pd.DataFrame, recall: pd.DataFrame, path: Path) -> Path:
-    """report.md: the headline table and per-generator recall, with 95% intervals."""
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not a real dataset (no --pgt-dataset: the synthetic sample);
+    None for a registered dataset or a CSV."""
+    from support.pgt.spec import SYNTHETIC, PgtSettings
+
+    settings = run.evaluations.get("pgt") or PgtSettings()
+    if settings.csv is not None or settings.dataset != SYNTHETIC:
+        return None
+    return "synthetic sample (support/synthetic/pgt_images.py; not a real PGT dataset)"
+
+
+def write_report(
+    summary: pd.DataFrame, recall: pd.DataFrame, path: Path, data: str | None = None
+) -> Path:
+    """report.md: what the data is, the headline table and per-generator recall, with 95%
+    intervals."""
     head = headline(summary)
     metrics = [c for c in head.columns if f"{c}_lo" in head.columns]
     parts = [
-        "# PGT: real vs AI-generated image detection",
-        "",
+        *report_head("PGT: real vs AI-generated image detection", data),
         "Majority vote over n responses (ties -> real); positive class ai-generated; "
         "95% bootstrap intervals over images.",
         "",

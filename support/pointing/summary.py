@@ -29,7 +29,7 @@ import pandas as pd
 
 from support.contrasts import Comparisons, strip_model
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
-from support.outputs import atomic_write_text
+from support.outputs import atomic_write, atomic_write_text
 from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.pointing.prompts import CONDITIONS
 from support.settings import RunSettings
@@ -221,11 +221,52 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
     return summary[summary["organ"] == ALL][cols].reset_index(drop=True)
 
 
-def write_report(summary: pd.DataFrame, path: Path) -> Path:
-    """report.md: overall, per organ, best and worst organs, conditions compared."""
-    from support.outputs import atomic_write_text, markdown_table, with_intervals
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not the real CholecSeg8k (no --cholecseg8k: the synthetic
+    sample); None for the real data."""
+    from support.pointing.spec import PointingSettings
 
-    lines = ["# Pointing evaluation (CholecSeg8k)", ""]
+    settings = run.evaluations.get("pointing") or PointingSettings()
+    if settings.cholecseg8k:
+        return None
+    return "synthetic sample (support/synthetic/cholecseg8k.py; not the real CholecSeg8k)"
+
+
+def ranked_organs(f1: dict[str, float], k: int = 3, best: bool = True) -> str:
+    """The k best (or worst) organs by F1 as the report prints them: F1 at 3 digits, organs
+    whose printed F1 ties named together ("fat, liver (tied, 0.500)"), so a tie is never
+    broken by name; a level that reaches past k is named whole."""
+    levels: dict[float, list[str]] = defaultdict(list)
+    for organ, value in f1.items():
+        if np.isfinite(value):
+            levels[round(float(value), 3)].append(organ)
+    if not levels:
+        return "none scored"
+    if len(levels) == 1:
+        ((value, organs),) = levels.items()
+        return (
+            f"all {len(organs)} tied ({value:.3f})"
+            if len(organs) > 1
+            else f"{organs[0]} ({value:.3f})"
+        )
+    parts, named = [], 0
+    for value in sorted(levels, reverse=best):
+        organs = sorted(levels[value])
+        tie = ", tied" if len(organs) > 1 else ""
+        parts.append(f"{', '.join(organs)} ({value:.3f}{tie})")
+        named += len(organs)
+        if named >= k:
+            break
+    return "; ".join(parts)
+
+
+def write_report(summary: pd.DataFrame, path: Path, data: str | None = None) -> Path:
+    """report.md: what the data is, overall, per organ, best and worst organs, conditions
+    compared."""
+    from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
+
+    title = "Pointing evaluation" if data else "Pointing evaluation (CholecSeg8k)"
+    lines = report_head(title, data)
     lines += [
         "Presence metrics treat unparsable answers as wrong; pointing accuracy is the share of "
         "cases with the organ present and predicted present whose point (mapped back from the "
@@ -252,11 +293,14 @@ def write_report(summary: pd.DataFrame, path: Path) -> Path:
         lines += [f"### {metric}", "", pivot.reset_index().round(3).to_markdown(index=False), ""]
     organs = summary[summary["organ"] != ALL]
     lines += ["## Best and worst organs by F1", ""]
+    lines += ["Organs whose F1 ties at three digits are named together.", ""]
     for (model, condition), g in organs.groupby(["model", "condition"], sort=True):
-        ranked = g.dropna(subset=["f1"]).sort_values(["f1", "organ"], ascending=[False, True])
-        best = ", ".join(f"{r.organ} ({r.f1:.3f})" for r in ranked.head(3).itertuples())
-        worst = ", ".join(f"{r.organ} ({r.f1:.3f})" for r in ranked.tail(3)[::-1].itertuples())
-        lines.append(f"- **{model} / {condition}**: best {best}; worst {worst}")
+        f1 = dict(zip(g["organ"], g["f1"].astype(float), strict=True))
+        if not any(np.isfinite(v) for v in f1.values()):
+            lines.append(f"- **{model} / {condition}**: no organ has a defined F1")
+            continue
+        best, worst = ranked_organs(f1), ranked_organs(f1, best=False)
+        lines.append(f"- **{model} / {condition}**: best: {best} | worst: {worst}")
     lines += ["", "## Per organ", ""]
     per_organ = organs[["model", "condition", "organ", "n", *METRICS[:5]]]
     lines += [per_organ.round(3).to_markdown(index=False), ""]
@@ -264,14 +308,17 @@ def write_report(summary: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path:
-    """f1_by_organ.png: per-organ F1 bars per condition (one panel per model), 95% CI whiskers."""
+def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path | None:
+    """f1_by_organ.png: per-organ F1 bars per condition (one panel per model), 95% CI whiskers;
+    a model without a defined F1 gets a panel saying so. None (no file) without organ rows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     organs = summary[summary["organ"] != ALL]
+    if organs.empty:
+        return None
     models = sorted(organs["model"].unique())
     conditions = sorted(organs["condition"].unique(), key=_condition_rank)
     names = [CLASS_NAMES[i] for i in ORGAN_IDS if CLASS_NAMES[i] in set(organs["organ"])]
@@ -294,6 +341,10 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path:
                 capsize=2,
                 label=condition,
             )
+        mine = organs[organs["model"] == model]
+        if mine["f1"].isna().all():
+            why = "no scored answers" if mine["n"].sum() == 0 else "F1 undefined for every organ"
+            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center")
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("F1")
         ax.set_title(f"{model}: presence F1 by organ (95% bootstrap CI)")
@@ -302,8 +353,7 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path:
     axes[0, 0].legend(fontsize=8, ncols=len(conditions))
     fig.tight_layout()
     path = out_dir / "f1_by_organ.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)
     return path
 
@@ -432,7 +482,11 @@ def write_outputs(
 ) -> list[Path]:
     """report.md and the per-organ F1 plot in the run folder; source runs add the original's
     per-sample and metrics files."""
-    paths = [write_report(summary, out_dir / "report.md"), plot_f1_by_organ(summary, out_dir)]
+    plot = plot_f1_by_organ(summary, out_dir)
+    paths = [
+        write_report(summary, out_dir / "report.md", data_label(run)),
+        *([plot] if plot else []),
+    ]
     if is_source(outcomes):
         paths += write_source_files(outcomes, out_dir)
     return paths

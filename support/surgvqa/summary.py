@@ -35,7 +35,7 @@ import pandas as pd
 
 from support.contrasts import Comparisons
 from support.metrics import safe_ratio, summarize_groups
-from support.outputs import atomic_write_text, markdown_table, with_intervals
+from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
 from support.settings import RunSettings
 from support.surgvqa.bleu import metrics_json
 from support.surgvqa.coco import detections, evaluate, ground_truth, map_bootstrap
@@ -189,21 +189,26 @@ def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -
     return df.sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
+COUNTS = {"vqa": "n_questions", "tools": "n_frames"}  # headline: each category's cases apart
+
+
 def headline(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per model: VQA and tool detection side by side (a gate reads one row)."""
+    """One row per model: VQA and tool detection side by side (a gate reads one row), with the
+    questions and frames counted apart (`n_questions`, `n_frames`: those scored, as `n` of
+    summary.csv) and the backend errors of both (`n_error`)."""
     rows = []
     for model, rows_of in summary.groupby("model", sort=True):
-        row: dict[str, Any] = {"model": model, "n": 0, "n_error": 0}
+        row: dict[str, Any] = {"model": model, **dict.fromkeys(COUNTS.values(), 0), "n_error": 0}
         for category, metrics in (("vqa", VQA_METRICS), ("tools", ("map", "ap50", "f1_50"))):
             hit = rows_of[(rows_of.category == category) & (rows_of.subset == "all")]
             for m in metrics:
                 for suffix in ("", "_lo", "_hi"):
                     row[m + suffix] = hit[m + suffix].iloc[0] if len(hit) else np.nan
             if len(hit):
-                row["n"] += int(hit["n"].iloc[0])
+                row[COUNTS[category]] = int(hit["n"].iloc[0])
                 row["n_error"] += int(hit["n_error"].iloc[0])
         rows.append(row)
-    cols = ["model", "n", "n_error"]
+    cols = ["model", *COUNTS.values(), "n_error"]
     for m in HEADLINE:
         cols += [m, f"{m}_lo", f"{m}_hi"]
     return pd.DataFrame(rows, columns=cols)
@@ -254,16 +259,28 @@ def write_outputs(
                 ),
             ]
     report = out_dir / "report.md"
-    atomic_write_text(report, report_text(summary))
+    atomic_write_text(report, report_text(summary, data_label(run)))
     return [*written, report]
 
 
-def report_text(summary: pd.DataFrame) -> str:
-    """report.md: the headline, the VQA kinds and the tool rows with 95% intervals."""
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not the real SurgVU (no --surgvqa-root: the synthetic
+    sample); None for the real data."""
+    from support.surgvqa.spec import SurgvqaSettings
+
+    settings = run.evaluations.get("surgvqa") or SurgvqaSettings()
+    if settings.root:
+        return None
+    return "synthetic sample (support/synthetic/surgvu.py; not the real SurgVU)"
+
+
+def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
+    """report.md: what the data is, the headline (questions and frames counted apart), the VQA
+    kinds and the tool rows with 95% intervals."""
     main = summary[summary.subset.isin(["all", "yes_no", "open"])]
     classes = summary[~summary.subset.isin(["all", "yes_no", "open"])]
     parts = [
-        "# surgvqa\n",
+        "\n".join(report_head("surgvqa", data)),
         "## Headline\n",
         markdown_table(with_intervals(headline(summary), HEADLINE)),
         "\n## By category and question kind\n",
