@@ -234,8 +234,8 @@ def data_label(run: RunSettings) -> str | None:
 
 def ranked_organs(f1: dict[str, float], k: int = 3, best: bool = True) -> str:
     """The k best (or worst) organs by F1 as the report prints them: F1 at 3 digits, organs
-    whose printed F1 ties named together ("fat, liver (tied, 0.500)"), so a tie is never
-    broken by name; a level that reaches past k is named whole."""
+    whose printed F1 ties named together ("Fat, Liver (0.500, tied)"), so a tie is never
+    broken by name; a level that reaches past k is named whole; one level for all: "all N tied"."""
     levels: dict[float, list[str]] = defaultdict(list)
     for organ, value in f1.items():
         if np.isfinite(value):
