@@ -46,6 +46,7 @@ from support.types import Outcome
 
 KEYS = ("model", "search", "strategy", "lambda", "subset")
 COLUMNS = (*KEYS, "tasks", "errors", "error_rate", "first_error", "errors_vs_random", "n_error")
+KEY_METRICS = ("error_rate",)  # the terminal's brief table (reports/terminal.py)
 NUM_OPTIONS = 4  # tasks_info.json's task_plan.num_options (AnyPoint writes the constant 4)
 
 

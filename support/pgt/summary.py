@@ -61,6 +61,7 @@ METRICS = (
     "unparsable_rate",
 )
 LEVEL = 0.95
+KEY_METRICS = ("macro_f1",)  # the terminal's brief table (reports/terminal.py)
 
 
 def case_counts(o: Outcome) -> list[int]:

@@ -45,6 +45,7 @@ METRICS = (
     "unparsable_rate",
 )
 ALL = "ALL"
+KEY_METRICS = ("f1", "pointing_accuracy")  # the terminal's brief table (reports/terminal.py)
 COUNT_FIELDS = ("tp", "fp", "fn", "tn", "hits", "unparsable")
 SOURCE_METRICS = ("gated_accuracy",)  # per organ and overall, `--compat source` only
 MACRO_METRICS = ("macro_presence_accuracy", "macro_hit_rate", "macro_gated_accuracy", "macro_f1")

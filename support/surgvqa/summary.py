@@ -48,6 +48,7 @@ BOX_METRICS = ("map", "ap50", "ap75", "precision50", "recall50", "f1_50")
 METRICS = (*VQA_METRICS, *BOX_METRICS)
 HEADLINE = ("bleu", "yes_no_accuracy", "map", "ap50", "f1_50")
 KEYS = ("model", "category", "subset")
+KEY_METRICS = ("bleu", "map")  # the terminal's brief table (reports/terminal.py)
 
 
 def is_tools(o: Outcome) -> bool:
