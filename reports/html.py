@@ -1,45 +1,278 @@
-"""pytest-html integration on the controller: each evaluation's metrics and plots in the summary.
+"""pytest-html on the controller: a status column, the case pictures, each evaluation's summary.
 
-(The per-case picture and raw answer are added where the case ran, by fixtures.outcomes.)
+- **Status column.** pytest-html shows a wrong answer as "Passed" (a wrong answer is a
+  measurement, not a failed test); the "Status" column says correct / wrong / unparsable / error
+  (the worst of an item's outcomes, with counts when it has several). It sorts like pytest-html's
+  own columns, and the summary has a checkbox per status that hides rows (CSS only, so it
+  survives pytest-html redrawing its table).
+- **Pictures.** fixtures.case_extras marks each case's picture (`PICTURE_KEY`); here it becomes a
+  lazily loaded `<img>` in the case's details, shown up to `PICTURE_WIDTH_PX` wide (a click shows
+  it at full size). With --self-contained-html a picture is inlined while the run's inlined
+  picture bytes stay within --html-inline-mb; the rest, and every picture of a report that is
+  not self-contained, go to `<report name>_assets/` beside the report (files named by content).
+- **Summary.** A contents list first (each evaluation with its counts by status), then each
+  evaluation in run order (the order its first outcome arrived): its headline table, paired
+  comparisons and plots, numbers formatted as in report.md.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from reports.plugin import REPORT_PLUGIN_KEY, interval_label
+from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY, ReportPlugin, interval_label
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+PICTURE_KEY = "vlmbench_picture"  # key of a pytest-html image extra that is a case's picture
+STATUSES = ("error", "unparsable", "wrong", "correct")  # worst first
+NO_STATUS = "none"  # an item without outcomes (skipped, or broken before its case ran)
+DEFAULT_INLINE_MB = 8.0  # MB (1e6 bytes) of base64 pictures a self-contained report inlines
+PICTURE_WIDTH_PX = 640  # how wide a picture shows in a case's details (CSS px); a click: full
+HTML_KEY = pytest.StashKey["HtmlCases"]()
+
+HIDING = "\n".join(  # a status's checkbox unticked: the body gets vlmbench-hide-<status>
+    f"body.vlmbench-hide-{s} #results-table tbody:has(td.col-status.vlmbench-{s}) {{display: none}}"
+    for s in (*STATUSES, NO_STATUS)
+)
+STYLE = f"""<style>
+table.vlmbench td, table.vlmbench th {{padding: 2px 10px; text-align: right; white-space: nowrap}}
+td.col-status {{font-weight: bold}}
+td.col-status.vlmbench-correct {{color: #2a7d2a}}
+td.col-status.vlmbench-wrong {{color: #c25e00}}
+td.col-status.vlmbench-unparsable {{color: #8a2be2}}
+td.col-status.vlmbench-error {{color: #d00}}
+td.col-status.vlmbench-none {{color: #888; font-weight: normal}}
+img.vlmbench-picture {{max-width: min({PICTURE_WIDTH_PX}px, 100%); height: auto; margin: 4px;
+  cursor: zoom-in; vertical-align: top}}
+img.vlmbench-picture.vlmbench-full {{max-width: none; cursor: zoom-out}}
+.vlmbench-filter label {{margin-right: 12px}}
+{HIDING}
+</style>"""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("vlmbench")
+    group.addoption(
+        "--html-inline-mb",
+        type=float,
+        default=DEFAULT_INLINE_MB,
+        metavar="MB",
+        help="with --html --self-contained-html: inline case pictures up to this many MB of "
+        "the page in all; the rest go to <report name>_assets/ beside the report, loaded "
+        f"lazily (0: link every picture) ({DEFAULT_INLINE_MB:g})",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    budget_mb = config.getoption("html_inline_mb", DEFAULT_INLINE_MB)
+    if budget_mb is None or not budget_mb >= 0:  # NaN too
+        raise pytest.UsageError(f"--html-inline-mb: {budget_mb} is not a size in MB (>= 0)")
+    path = getattr(config.option, "htmlpath", None)
+    if not path or hasattr(config, "workerinput"):  # pictures are placed on the controller
+        return
+    cases = HtmlCases(
+        Path(os.path.expandvars(path)).expanduser().absolute(),
+        bool(config.getoption("self_contained_html", False)),
+        int(budget_mb * 1e6),
+    )
+    config.stash[HTML_KEY] = cases
+    config.pluginmanager.register(cases, "vlmbench-html-cases")
+
+
+class HtmlCases:
+    """The controller's view of the results table: each item's status, and where its pictures
+    go (inline or a file) under the run's inline budget."""
+
+    def __init__(self, report: Path, self_contained: bool, budget_bytes: int) -> None:
+        self.assets = report.parent / f"{report.stem}_assets"
+        self.self_contained = self_contained
+        self.budget_bytes = budget_bytes  # bytes of base64 pictures a report may inline
+        self.inline_bytes = 0  # bytes of base64 pictures inlined so far
+        self.inlined = 0  # pictures inlined
+        self.linked = 0  # pictures written to self.assets
+        self.statuses: dict[str, Counter[str]] = {}  # nodeid -> outcome statuses counted
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest-html reads the report's extras
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        found = getattr(report, OUTCOMES_ATTR, None)
+        if found:
+            counts = self.statuses.setdefault(report.nodeid, Counter())
+            counts.update(str(d.get("status")) for d in found if isinstance(d, dict))
+        extras = getattr(report, "extras", None)
+        if extras:
+            report.extras = [self.placed(e) if e.get(PICTURE_KEY) else e for e in extras]
+
+    def placed(self, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """A picture extra (base64 JPEG) as an html extra: an <img> inlined or linked."""
+        encoded = str(extra.get("content", ""))
+        mime = str(extra.get("mime_type") or "image/jpeg")
+        if self.self_contained and self.inline_bytes + len(encoded) <= self.budget_bytes:
+            self.inline_bytes += len(encoded)  # what the page grows by: base64 text
+            self.inlined += 1
+            src = f"data:{mime};base64,{encoded}"
+        else:
+            data = base64.b64decode(encoded)
+            src = self.write_asset(data, str(extra.get("extension") or "jpg"))
+            self.linked += 1
+        name = html.escape(str(extra.get("name") or "picture"))
+        return {
+            "name": extra.get("name"),
+            "format_type": "html",
+            "content": f'<img class="vlmbench-picture" loading="lazy" alt="{name}" '
+            f'title="{name} (click: full size)" src="{html.escape(src)}" '
+            "onclick=\"this.classList.toggle('vlmbench-full')\">",
+            "mime_type": None,
+            "extension": None,
+        }
+
+    def write_asset(self, data: bytes, extension: str) -> str:
+        """The picture's file in the assets folder (named by content), relative to the report."""
+        self.assets.mkdir(parents=True, exist_ok=True)
+        name = f"{hashlib.sha256(data).hexdigest()[:20]}.{extension}"
+        path = self.assets / name
+        if not path.is_file():
+            path.write_bytes(data)
+        return f"{self.assets.name}/{name}"
+
+    def status_cell(self, nodeid: str) -> str:
+        """The Status cell: the worst status of the item's outcomes (counts when several)."""
+        counts = self.statuses.get(nodeid)
+        if not counts:
+            return f'<td class="col-status vlmbench-{NO_STATUS}">—</td>'
+        worst = next((s for s in STATUSES if counts[s]), NO_STATUS)
+        total = sum(counts.values())
+        text = worst if total == 1 else f"{worst} ({counts[worst]} of {total})"
+        return f'<td class="col-status vlmbench-{worst}">{html.escape(text)}</td>'
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list) -> None:
+        cells.insert(1, '<th class="sortable" data-column-type="status">Status</th>')
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list) -> None:
+        cells.insert(1, self.status_cell(report.nodeid))
+
+    def pictures_note(self) -> str:
+        """Where the pictures are, when some are not in the report itself."""
+        if not self.linked:
+            return ""
+        where = f"{self.assets.name}/ beside this report (keep the folder with it)"
+        if not self.self_contained:
+            return f"<p>Case pictures: {self.linked} in {html.escape(where)}.</p>"
+        return (
+            f"<p>Case pictures: {self.inlined} inlined ({self.inline_bytes / 1e6:.1f} MB, "
+            f"--html-inline-mb {self.budget_bytes / 1e6:g}), {self.linked} in "
+            f"{html.escape(where)}.</p>"
+        )
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_html_results_summary(prefix: list, summary: list, postfix: list, session) -> None:
     plugin = session.config.stash.get(REPORT_PLUGIN_KEY, None)
+    cases = session.config.stash.get(HTML_KEY, None)
+    prefix.append(STYLE)
+    if cases is not None:
+        prefix.append(status_filter(cases.statuses.values()))
+        prefix.append(cases.pictures_note())
     if plugin is None:
         return
-    from support.outputs import with_intervals  # pandas: imported at report time only
+    names = run_order(plugin)
+    counts = {name: Counter() for name in names}
+    for (name, _), o in plugin.outcomes.items():
+        counts[name][o.status] += 1
+    prefix.append(contents(names, counts))
+    for name in names:
+        postfix.extend(evaluation_section(plugin, name))
 
-    for name, headline in plugin.headlines.items():
-        metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
-        label = interval_label(plugin.run)
-        postfix.append(f"<h2>vlmbench: {html.escape(name)} ({html.escape(label)})</h2>")
-        postfix.append(
-            "<style>table.vlmbench td, table.vlmbench th {padding: 2px 10px; "
-            "text-align: right; white-space: nowrap}</style>"
+
+def run_order(plugin: ReportPlugin) -> list[str]:
+    """Evaluations in the order their first outcome arrived (those with a summary but no
+    outcome, if any, after them)."""
+    names = list(dict.fromkeys(name for name, _ in plugin.outcomes))
+    return [*names, *(n for n in plugin.headlines if n not in names)]
+
+
+def anchor(name: str) -> str:
+    return "vlmbench-" + "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
+
+
+def contents(names: list[str], counts: Mapping[str, Counter[str]]) -> str:
+    """The contents list: a link to each evaluation's section, with its outcomes by status."""
+    items = []
+    for name in names:
+        c = counts.get(name, Counter())
+        told = ", ".join(f"{c[s]} {s}" for s in reversed(STATUSES) if c[s])
+        items.append(
+            f'<li><a href="#{anchor(name)}">{html.escape(name)}</a>'
+            f"{f': {sum(c.values())} outcomes ({told})' if c else ''}</li>"
         )
-        table = with_intervals(headline, metrics)
-        postfix.append(table.to_html(index=False, border=0, classes="vlmbench"))
-        compared = plugin.comparisons.get(name)
-        if compared is not None and len(compared):
-            postfix.append("<h3>Paired comparisons (b vs a, Holm-adjusted p)</h3>")
-            shown = with_intervals(compared, ["diff"])
-            shown = shown.drop(columns=["evaluation", "diff_se"], errors="ignore")
-            postfix.append(shown.to_html(index=False, border=0, classes="vlmbench"))
-        for path in plugin.files.get(name, []):
-            if path.suffix == ".png":
-                data = base64.b64encode(path.read_bytes()).decode("ascii")
-                postfix.append(
-                    f'<p><img alt="{html.escape(path.name)}" style="max-width:100%" '
-                    f'src="data:image/png;base64,{data}"></p>'
-                )
+    return f'<div class="vlmbench-contents"><h3>Evaluations</h3><ul>{"".join(items)}</ul></div>'
+
+
+def status_filter(found: Iterable[Counter[str]]) -> str:
+    """Checkboxes that hide the rows of a status (the worst of the row's outcomes)."""
+    rows = Counter(next((s for s in STATUSES if c[s]), NO_STATUS) for c in found)
+    if not rows:
+        return ""
+    boxes = "".join(
+        f'<label><input type="checkbox" checked onchange="document.body.classList.toggle('
+        f"'vlmbench-hide-{s}', !this.checked)\"> {rows[s]} {s}</label>"
+        for s in (*reversed(STATUSES), NO_STATUS)
+        if rows[s]
+    )
+    return f'<p class="vlmbench-filter">Show rows whose status is: {boxes}</p>'
+
+
+def evaluation_section(plugin: ReportPlugin, name: str) -> list[str]:
+    """An evaluation's headline, comparisons and plots."""
+    from support.contrasts import shown_comparisons  # pandas: imported at report time only
+    from support.outputs import with_intervals
+
+    headline = plugin.headlines.get(name)
+    if headline is None:
+        return [f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}: no summary</h2>']
+    metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
+    bounded = [c for c in metrics if headline[[f"{c}_lo", f"{c}_hi"]].notna().all(axis=1).any()]
+    label = f" ({interval_label(plugin.run)})" if bounded or plugin.run.bootstrap <= 0 else ""
+    parts = [
+        f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}{html.escape(label)}</h2>',
+        html_table(with_intervals(headline, metrics)),
+    ]
+    compared = plugin.comparisons.get(name)
+    if compared is not None and len(compared):
+        parts.append("<h3>Paired comparisons (b - a; p Holm-adjusted in p_holm)</h3>")
+        parts.append(html_table(shown_comparisons(compared)))
+    for path in plugin.files.get(name, []):
+        if path.suffix == ".png" and path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            parts.append(
+                f'<p><img alt="{html.escape(path.name)}" style="max-width:100%" '
+                f'src="data:image/png;base64,{data}"></p>'
+            )
+    return parts
+
+
+def html_table(df: pd.DataFrame) -> str:
+    """A table as report.md writes its numbers: text as it is (intervals, p-values already
+    formatted), other numbers in `g` format (tabulate's default), `—` where undefined."""
+    shown = df.astype(object).map(cell_text)
+    return shown.to_html(index=False, border=0, classes="vlmbench", escape=True)
+
+
+def cell_text(v: object) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "—"
+    if isinstance(v, float):
+        return format(v, "g")
+    return str(v)

@@ -181,9 +181,27 @@ def p_text(p: float) -> str:
     return "<0.0001" if p < 1e-4 else f"{p:.4f}"
 
 
+def shown_comparisons(table: pd.DataFrame) -> pd.DataFrame:
+    """comparisons.csv as people read it (report.md, the HTML summary): values and the difference
+    with their intervals, p-values as `p_text`."""
+    from support.outputs import with_intervals
+
+    columns = ["field", "model", "a", "b", "metric", "n_pairs", "a_value", "b_value"]
+    shown = with_intervals(
+        table[[*columns, "diff", "diff_lo", "diff_hi"]], ["a_value", "b_value", "diff"]
+    )
+    shown["p"] = table["p_value"].map(p_text)
+    shown["p_holm"] = table["p_holm"].map(p_text)
+    shown["test"] = table["test"]
+    has_interval = bool(table[["diff_lo", "diff_hi"]].notna().all(axis=1).any())
+    return shown.rename(
+        columns={"n_pairs": "pairs", "diff": "diff [95% CI]" if has_interval else "diff"}
+    )
+
+
 def report_section(table: pd.DataFrame, notes: Sequence[str]) -> str:
     """The markdown section of report.md: one line per comparison and metric."""
-    from support.outputs import markdown_table, with_intervals
+    from support.outputs import markdown_table
 
     lines = [
         "\n## Paired comparisons (b vs a)\n",
@@ -191,15 +209,7 @@ def report_section(table: pd.DataFrame, notes: Sequence[str]) -> str:
         "same clusters); p from the named test, `p_holm` Holm-adjusted over this table.\n",
     ]
     if len(table):
-        columns = ["field", "model", "a", "b", "metric", "n_pairs", "a_value", "b_value"]
-        shown = with_intervals(
-            table[[*columns, "diff", "diff_lo", "diff_hi"]], ["a_value", "b_value", "diff"]
-        )
-        shown["p"] = table["p_value"].map(p_text)
-        shown["p_holm"] = table["p_holm"].map(p_text)
-        shown["test"] = table["test"]
-        shown = shown.rename(columns={"n_pairs": "pairs", "diff": "diff [95% CI]"})
-        lines.append(markdown_table(shown))
+        lines.append(markdown_table(shown_comparisons(table)))
     else:
         lines.append("No comparison: the run has one model and no contrasting conditions.")
     lines += [f"\n- {note}" for note in notes]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -284,15 +285,15 @@ class DynamicEvaluation(Evaluation):
             return None
         scene = build_scene(x["layout"], x["assignment"], self.assets)
         image = render(scene, IMAGE_SIZE)
-        lines = [
+        told = [
             f"task {x['task_id']} ({x['category']}): {x['question']}",
             f"truth: {x['answer']}   answer: {x['model_answer'] or '(none)'}",
         ]
-        canvas = Image.new("RGB", (image.width, image.height + 48), (255, 255, 255))
+        lines = [part for line in told for part in textwrap.wrap(str(line), 56)[:3] or [""]]
+        canvas = Image.new("RGB", (image.width, image.height + 8 + 20 * len(lines)), "white")
         canvas.paste(image, (0, 0))
         draw = ImageDraw.Draw(canvas)
-        font = ImageFont.load_default(size=14)
+        font = ImageFont.load_default(size=16)  # px, on the 512 px scene: shown at full size
         for i, line in enumerate(lines):
-            draw.text((6, image.height + 4 + 20 * i), line[:90], fill=(0, 0, 0), font=font)
-        canvas.thumbnail((400, 400))
+            draw.text((6, image.height + 4 + 20 * i), line, fill=(0, 0, 0), font=font)
         return encode_image(canvas, "JPEG", quality=85)

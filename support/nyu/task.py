@@ -247,5 +247,5 @@ class NyuDistanceEvaluation(Evaluation):
         ImageDraw.Draw(canvas).text(
             (8, image.height + 5), text, fill=(0, 0, 0), font=ImageFont.load_default(size=18)
         )
-        canvas.thumbnail((480, 480))
+        canvas.thumbnail((640, 640))
         return encode_image(canvas, "JPEG", quality=85)

@@ -22,13 +22,14 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
 from support.evaluation import Evaluation, Reused, linspace_subset
 from support.memo import OnceCache
@@ -305,18 +306,23 @@ class PgtEvaluation(Evaluation):
         )
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
-        """The image with the truth and the vote written under it."""
+        """The image (up to 640 px) with the truth and the vote written under it."""
         with Image.open(io.BytesIO(self.image(case.params["row"]).image or b"")) as im:
             picture = im.convert("RGB")
-        picture.thumbnail((320, 320))
+        picture.thumbnail((640, 640))
         votes = (outcome.prediction or {}).get("vote_distribution", {})
         predicted = (outcome.prediction or {}).get("aggregated_prediction")
-        canvas = Image.new("RGB", (picture.width, picture.height + 34), "white")
+        font = ImageFont.load_default(size=18)  # px
+        lines = [f"truth: {case.params['label']}", f"vote: {predicted} {votes}"]
+        lines = [part for line in lines for part in textwrap.wrap(str(line), 60) or [""]]
+        width = max(picture.width, 480)
+        canvas = Image.new("RGB", (width, picture.height + 8 + 24 * len(lines)), "white")
         canvas.paste(picture, (0, 0))
         draw = ImageDraw.Draw(canvas)
         color = (0, 128, 0) if outcome.status == "correct" else (200, 0, 0)
-        draw.text((4, picture.height + 3), f"truth: {case.params['label']}", fill="black")
-        draw.text((4, picture.height + 18), f"vote: {predicted} {votes}", fill=color)
+        for i, line in enumerate(lines):
+            fill = "black" if i == 0 else color
+            draw.text((6, picture.height + 4 + 24 * i), line, fill=fill, font=font)
         return encode_image(canvas, "JPEG", quality=85)
 
 

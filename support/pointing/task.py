@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
+from scipy import ndimage
 
 from support.backends.base import BackendError
 from support.backends.registry import model_spec
@@ -74,6 +75,9 @@ CANVAS_RECIPE = "letterbox-bicubic-black-png1"
 TARGET_RULE = "centre-labels-interior-edt-v1"
 
 CANVAS = (768, 768)  # (width, height) canvas px
+PICTURE_PX = 640  # the HTML picture's width (px; ~29 KB as JPEG at quality 75)
+OUTLINE_GROW_PX = 2  # its organ outline: 1 canvas px grown by this on each side (~4 px shown)
+CAPTION_FONT_PX = 22  # its caption, on the canvas (px; ~18 px once scaled to PICTURE_PX)
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
 N_TEST = 100  # balanced test samples, as the source
 MAX_TOKENS = 256
@@ -489,19 +493,36 @@ class PointingEvaluation(Evaluation):
         return list(point) if point else None
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
-        """The canvas with the organ outlined (green) and the predicted point (red cross)."""
+        """The canvas the model saw (full size) with the organ outlined in green, the predicted
+        point as a red cross, and the organ, truth, answer and status written under it."""
         row, organ = case.params["row"], case.params["organ"]
         canvas = Image.open(io.BytesIO(self.frame(row)[0].image or b"")).convert("RGB")
-        outline = mask_outline(self.organ_mask(row, organ))
+        outline = ndimage.binary_dilation(  # ~5 canvas px wide: visible once scaled down
+            mask_outline(self.organ_mask(row, organ)), iterations=OUTLINE_GROW_PX
+        )
         pixels = np.asarray(canvas).copy()
         pixels[outline] = (0, 255, 0)
-        canvas = Image.fromarray(pixels)
-        point = (outcome.prediction or {}).get("point")
+        prediction = outcome.prediction or {}
+        point = prediction.get("point")
+        present = (outcome.target or {}).get("present", case.params.get("present"))
+        told = "no answer" if not prediction else "absent"
+        if prediction.get("present"):
+            told = f"present at {tuple(point)}" if point else "present, no point"
+        lines = [
+            f"{CLASS_NAMES.get(organ, organ)}: {'present' if present else 'absent'}   "
+            f"answer: {told}   {outcome.status}",
+        ]
+        caption = CAPTION_FONT_PX + 10
+        picture = Image.new("RGB", (canvas.width, canvas.height + caption * len(lines)), "white")
+        picture.paste(Image.fromarray(pixels), (0, 0))
+        draw = ImageDraw.Draw(picture)
         if point:
             x, y = point
-            draw = ImageDraw.Draw(canvas)
-            draw.line([(x - 12, y), (x + 12, y)], fill=(255, 0, 0), width=3)
-            draw.line([(x, y - 12), (x, y + 12)], fill=(255, 0, 0), width=3)
-            draw.ellipse([(x - 7, y - 7), (x + 7, y + 7)], outline=(255, 255, 255), width=2)
-        canvas.thumbnail((384, 384))
-        return encode_image(canvas, "JPEG", quality=80)
+            draw.line([(x - 16, y), (x + 16, y)], fill=(255, 0, 0), width=5)
+            draw.line([(x, y - 16), (x, y + 16)], fill=(255, 0, 0), width=5)
+            draw.ellipse([(x - 9, y - 9), (x + 9, y + 9)], outline=(255, 255, 255), width=3)
+        font = ImageFont.load_default(size=CAPTION_FONT_PX)
+        for i, line in enumerate(lines):
+            draw.text((8, canvas.height + 5 + caption * i), line, fill=(0, 0, 0), font=font)
+        picture.thumbnail((PICTURE_PX, PICTURE_PX + caption * len(lines)))
+        return encode_image(picture, "JPEG", quality=75)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,6 +68,8 @@ from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
 OPEN_CORRECT_BLEU = 0.5  # an open answer is coloured `correct` from this max-BLEU on
 JPEG_QUALITY = 95  # frames are sent as JPEG (they come from an H.264 video already)
+VQA_TILE_PX = 320  # the HTML picture of a VQA case: 2 x 2 frames, each up to this a side
+VQA_LINE_CHARS = 62  # its text wrapped at this many characters (18 px font, 640 px wide)
 TRUTH, PREDICTED = (0, 200, 0), (230, 0, 0)  # box colours of the HTML pictures
 
 
@@ -304,7 +307,7 @@ class SurgvqaEvaluation(Evaluation):
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """Tools: the frame, truth boxes green, predicted red. VQA: up to four of the frames,
         the question, the answer, the best reference and the score."""
-        font = ImageFont.load_default(size=16)
+        font = ImageFont.load_default(size=18)  # px
         if case.params["category"] == "tools":
             image = Image.open(io.BytesIO(self.frame_jpeg(case))).convert("RGB")
             draw = ImageDraw.Draw(image)
@@ -324,22 +327,26 @@ class SurgvqaEvaluation(Evaluation):
             Image.open(io.BytesIO(frames[i])).convert("RGB")
             for i in linspace_subset(list(range(len(frames))), 4)
         ]
-        tile = 240
+        tile = VQA_TILE_PX
         for im in shown:
             im.thumbnail((tile, tile))
         refs = case.params["answers"]
         best = (outcome.prediction or {}).get("best_reference")
         answer = (outcome.prediction or {}).get("answer", outcome.raw)
-        lines = [
+        told = [
             f"Q: {case.params['question']}",
-            f"A: {answer!s:.160}",
+            f"A: {answer!s:.300}",
             f"best reference: {refs[best] if best is not None else '-'}",
             f"max BLEU {outcome.scores.get('bleu', float('nan')):.4f}   status {outcome.status}",
         ]
-        canvas = Image.new("RGB", (tile * len(shown), tile + 22 * len(lines) + 8), "white")
+        lines = [part for line in told for part in textwrap.wrap(line, VQA_LINE_CHARS) or [""]]
+        columns = min(2, len(shown)) or 1  # a 2 x 2 grid: wide pictures would shrink the text
+        rows = -(-len(shown) // columns)
+        text_top = tile * rows + 6
+        canvas = Image.new("RGB", (tile * columns, text_top + 24 * len(lines) + 6), "white")
         for i, im in enumerate(shown):
-            canvas.paste(im, (i * tile, 0))
+            canvas.paste(im, ((i % columns) * tile, (i // columns) * tile))
         draw = ImageDraw.Draw(canvas)
         for j, line in enumerate(lines):
-            draw.text((6, tile + 4 + 22 * j), line, fill=(0, 0, 0), font=font)
+            draw.text((6, text_top + 24 * j), line, fill=(0, 0, 0), font=font)
         return encode_image(canvas, "JPEG", quality=85)

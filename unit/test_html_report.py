@@ -1,0 +1,194 @@
+"""The pytest-html report (reports.html): statuses in the results table, evaluations in run order
+with a contents list, numbers as report.md writes them, pictures inlined within a budget.
+
+End to end through pytester subprocess runs of the real suite on the synthetic data; the page is
+read back the way pytest-html 4 stores it (rows as JSON in the `data-jsonblob` attribute).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from reports.html import html_table
+from support.contrasts import p_text
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def run(run_suite, synthetic_cholecseg8k: Path, tmp_path: Path):
+    """run(*args, extra=(), select=...) -> (RunResult, results folder, report.html path):
+    pointing's quick gallbladder cases with oracle and chance (chance answers some wrong)."""
+
+    def _run(*args: str, extra: tuple[str, ...] = (), select: str = "gallbladder"):
+        page = tmp_path / "html" / "report.html"
+        result, results = run_suite(
+            "pointing",
+            *extra,
+            f"--cholecseg8k={synthetic_cholecseg8k}",
+            "--model=oracle,chance",
+            "-m",
+            "quick",
+            "-k",
+            select,
+            f"--html={page}",
+            *args,
+        )
+        assert result.ret == 0, result.stdout.str()[-3000:]
+        return result, results, page
+
+    return _run
+
+
+def rows_of(page: Path) -> dict[str, dict]:
+    """nodeid -> the row pytest-html stores (result cells, extras) for the call phase."""
+    text = page.read_text(encoding="utf-8")
+    blob = re.search(r'data-jsonblob="(.*?)"></div>', text, re.S)
+    assert blob, "no data-jsonblob in the page"
+    tests = json.loads(html.unescape(blob.group(1)))["tests"]
+    return {nodeid: found[-1] for nodeid, found in tests.items()}
+
+
+def cell(row: dict, column: str) -> str | None:
+    for c in row["resultsTableRow"]:
+        m = re.match(rf'<td class="col-{column}\b[^"]*">(.*?)</td>', c)
+        if m:
+            return html.unescape(m.group(1))
+    return None
+
+
+def statuses(results: Path) -> dict[str, str]:
+    """case id -> status, from raw_results.jsonl."""
+    lines = (results / "pointing" / "r1" / "raw_results.jsonl").read_text().splitlines()
+    return {d["case_id"]: d["status"] for d in map(json.loads, lines)}
+
+
+def first_table(text: str) -> list[list[str]]:
+    """The cells' text of the first <table> in `text`, row by row (header row first)."""
+    table = re.search(r"<table.*?</table>", text, re.S)
+    assert table, "no table"
+    rows = re.findall(r"<tr.*?</tr>", table.group(0), re.S)
+    return [
+        [html.unescape(c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", r, re.S)]
+        for r in rows
+    ]
+
+
+def pictures(rows: dict[str, dict]) -> list[str]:
+    """Every case picture's src, in row order."""
+    found = []
+    for row in rows.values():
+        for extra in row["extras"]:
+            found += re.findall(
+                r'<img class="vlmbench-picture"[^>]*src="([^"]+)"', extra["content"]
+            )
+    return [html.unescape(src) for src in found]
+
+
+def test_a_wrong_answer_shows_as_wrong_in_the_results_table(run):
+    """All rows are 'Passed' to pytest (a wrong answer is a measurement); the Status column says
+    what the model did, it sorts, and the summary offers a filter per status."""
+    _, results, page = run("--self-contained-html")
+    truth = statuses(results)
+    assert Counter(truth.values())["wrong"] > 0  # chance gets some wrong: the test means something
+    rows = rows_of(page)
+    assert len(rows) == len(truth)
+    for nodeid, row in rows.items():
+        case_id = nodeid.split("[", 1)[1].rstrip("]")
+        assert cell(row, "result") == "Passed"
+        assert cell(row, "status") == truth[case_id], nodeid
+        assert row["status"] == truth[case_id]  # what pytest-html sorts on
+    text = page.read_text(encoding="utf-8")
+    assert '<th class="sortable" data-column-type="status">Status</th>' in text
+    wrong = Counter(truth.values())["wrong"]
+    assert re.search(rf"vlmbench-hide-wrong', !this.checked\)\"> {wrong} wrong</label>", text)
+    assert "body.vlmbench-hide-wrong #results-table tbody:has(td.col-status.vlmbench-wrong)" in text
+
+
+def test_summaries_in_run_order_with_contents_and_report_md_numbers(run):
+    """pointing runs before nyu_distance (the order on the command line), so its summary comes
+    first, though alphabetically it is second; a contents list links both; the comparison
+    table's p-values are report.md's (4 decimals or <0.0001), never 1.000000e+00."""
+    nyu = str(REPO / "evals" / "nyu_distance")
+    _, results, page = run("--self-contained-html", extra=(nyu,), select="gallbladder or img0000")
+    text = page.read_text(encoding="utf-8")
+    heads = re.findall(r'<h2 id="(vlmbench-[\w-]+)">vlmbench: (\w+)', text)
+    assert [name for _, name in heads] == ["pointing", "nyu_distance"]
+    contents = re.search(r'<div class="vlmbench-contents">(.*?)</div>', text, re.S)
+    assert contents, "no contents list"
+    links = re.findall(r'<a href="#([\w-]+)">(\w+)</a>', contents.group(1))
+    assert links == [(a, name) for a, name in heads]
+    assert text.index("vlmbench-contents") < text.index('class="run-count"')  # at the top
+    pointing = text[text.index('id="vlmbench-pointing"') : text.index('id="vlmbench-nyu')]
+    assert "Paired comparisons" in pointing
+    assert not re.search(r"\d\.\d+e[+-]\d\d", pointing)  # no scientific notation
+    compared = pd.read_csv(results / "pointing" / "r1" / "comparisons.csv")
+    header, *body = first_table(pointing[pointing.index("Paired comparisons") :])
+    assert [row[header.index("p")] for row in body] == [p_text(p) for p in compared["p_value"]]
+    assert header[header.index("b_value") + 1] == "diff [95% CI]"
+
+
+def test_pictures_past_the_inline_budget_are_linked_files(run):
+    """With --self-contained-html the pictures are inlined up to --html-inline-mb; the rest are
+    files beside the report, loaded lazily, and the summary says where they are."""
+    _, _, page = run("--self-contained-html", "--html-inline-mb=0.1")
+    rows = rows_of(page)
+    found = pictures(rows)
+    inline = [s for s in found if s.startswith("data:image/jpeg;base64,")]
+    linked = [s for s in found if s.startswith("report_assets/")]
+    assert len(found) == len(rows)  # one picture per pointing case
+    assert inline and linked and len(inline) + len(linked) == len(found)
+    assert sum(len(s.split(",", 1)[1]) for s in inline) <= 100_000  # base64 bytes in the page
+    for src in linked:
+        assert (page.parent / src).is_file()
+    extras = [e["content"] for row in rows.values() for e in row["extras"]]
+    assert sum(e.count('loading="lazy"') for e in extras) == len(found)
+    text = page.read_text(encoding="utf-8")
+    assert f"{len(linked)} in report_assets/ beside this report" in text
+
+
+def test_a_report_that_is_not_self_contained_links_every_picture(run):
+    _, _, page = run()
+    found = pictures(rows_of(page))
+    assert found and all(s.startswith("report_assets/") for s in found)
+    assert all((page.parent / s).is_file() for s in found)
+
+
+def test_pointing_picture_is_large_with_a_visible_outline(run):
+    """The picture is 640 px wide (the 768 px canvas scaled; a click shows it at full size in
+    the page) and the organ's outline is several pixels wide after the scaling."""
+    _, _, page = run("--self-contained-html")
+    src = next(s for s in pictures(rows_of(page)) if s.startswith("data:"))
+    image = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).convert("RGB")
+    assert image.width >= 640
+    rgb = np.asarray(image).astype(int)
+    green = (rgb[..., 1] > 200) & (rgb[..., 0] < 90) & (rgb[..., 2] < 90)
+    rows_with_green = green.any(axis=1)
+    # a 1 px outline has about one green pixel where it crosses a row; 5 px, about 5
+    per_row = green.sum(axis=1)[rows_with_green]
+    assert np.median(per_row) >= 4
+
+
+def test_html_table_formats_like_report_md():
+    df = pd.DataFrame({"model": ["a"], "n": [12.0], "rate": [math.nan], "p": ["<0.0001"]})
+    table = html_table(df)
+    assert "<td>12</td>" in table and "<td>—</td>" in table and "&lt;0.0001" in table
+    assert "NaN" not in table
+
+
+def test_inline_mb_must_be_a_size(run_suite):
+    result, _ = run_suite("pointing", "--html-inline-mb=-1", "--collect-only")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--html-inline-mb: -1.0 is not a size in MB*"])
