@@ -87,7 +87,7 @@ def test_chance_sits_near_chance_with_intervals(run):
 
 def test_reruns_are_byte_identical_serial_xdist_and_cached(run):
     serial, out1 = run("-m", "quick", "--no-cache", run_id="serial")
-    parallel, out2 = run("-m", "quick", "-n", "2", run_id="xdist", cache="fresh")
+    parallel, out2 = run("-m", "quick", "-n", "2", "-v", run_id="xdist", cache="fresh")
     cached, out3 = run("-m", "quick", run_id="cached", cache="fresh")  # all from the cache
     assert serial.ret == parallel.ret == cached.ret == 0
     assert "2 workers" in parallel.stdout.str()

@@ -62,7 +62,7 @@ def test_rounds_serial_and_xdist_agree_and_follow_the_history(suite, tmp_path):
     serial, rows = suite(*args, run_id="serial")
     assert serial.ret == 0, serial.stdout.str()
     serial.assert_outcomes(passed=2 * 2 * 4)  # 2 sequences x 2 models x 4 rounds
-    parallel, rows2 = suite(*args, "-n", "2", run_id="xdist")
+    parallel, rows2 = suite(*args, "-n", "2", "-v", run_id="xdist")  # -v: the engine table
     assert parallel.ret == 0, parallel.stdout.str()
     assert rows == rows2  # raw rows hold no timings (calls.csv does): identical
     text = parallel.stdout.str()
