@@ -39,6 +39,7 @@ NO_STATUS = "none"  # an item without outcomes (skipped, or broken before its ca
 DEFAULT_INLINE_MB = 8.0  # MB (1e6 bytes) of base64 pictures a self-contained report inlines
 PICTURE_WIDTH_PX = 640  # how wide a picture shows in a case's details (CSS px); a click: full
 HTML_KEY = pytest.StashKey["HtmlCases"]()
+ZOOM = "vlmbenchZoom(this)"  # a picture's onclick: full size and back (defined in the summary)
 
 HIDING = "\n".join(  # a status's checkbox unticked: the body gets vlmbench-hide-<status>
     f"body.vlmbench-hide-{s} #results-table tbody:has(td.col-status.vlmbench-{s}) {{display: none}}"
@@ -130,8 +131,7 @@ class HtmlCases:
             "name": extra.get("name"),
             "format_type": "html",
             "content": f'<img class="vlmbench-picture" loading="lazy" alt="{name}" '
-            f'title="{name} (click: full size)" src="{html.escape(src)}" '
-            "onclick=\"this.classList.toggle('vlmbench-full')\">",
+            f'src="{html.escape(src)}" onclick="{ZOOM}">',
             "mime_type": None,
             "extension": None,
         }
@@ -182,6 +182,9 @@ def pytest_html_results_summary(prefix: list, summary: list, postfix: list, sess
     plugin = session.config.stash.get(REPORT_PLUGIN_KEY, None)
     cases = session.config.stash.get(HTML_KEY, None)
     prefix.append(STYLE)
+    prefix.append(
+        "<script>function vlmbenchZoom(img) {img.classList.toggle('vlmbench-full')}</script>"
+    )
     if cases is not None:
         prefix.append(status_filter(cases.statuses.values()))
         prefix.append(cases.pictures_note())

@@ -522,7 +522,8 @@ def test_source_hits_and_targets_native_pixels(data_info: Path, data: Path, tmp_
     case = _case(ev, row, organ, "zero_shot")
     outcome = Outcome(case.id, "pointing", "m", "correct", prediction={"point": [x, y]})
     picture = Image.open(io.BytesIO(ev.render(case, outcome) or b""))
-    assert picture.size == (384, 216)  # the native 854x480 frame, thumbnailed
+    # the native 854x480 frame and a 32 px caption, scaled to the report's 640 px
+    assert picture.size == (640, round((480 + 32) * 640 / 854))
 
 
 class _FailingClient:

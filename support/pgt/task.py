@@ -306,7 +306,8 @@ class PgtEvaluation(Evaluation):
         )
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
-        """The image (up to 640 px) with the truth and the vote written under it."""
+        """The image (up to 640 px) with the truth and the vote written under it (a canvas at
+        least 480 px wide, for the text)."""
         with Image.open(io.BytesIO(self.image(case.params["row"]).image or b"")) as im:
             picture = im.convert("RGB")
         picture.thumbnail((640, 640))

@@ -342,10 +342,11 @@ class SurgvqaEvaluation(Evaluation):
         lines = [part for line in told for part in textwrap.wrap(line, VQA_LINE_CHARS) or [""]]
         columns = min(2, len(shown)) or 1  # a 2 x 2 grid: wide pictures would shrink the text
         rows = -(-len(shown) // columns)
-        text_top = tile * rows + 6
+        row_px = max((im.height for im in shown), default=0)
+        text_top = row_px * rows + 6
         canvas = Image.new("RGB", (tile * columns, text_top + 24 * len(lines) + 6), "white")
         for i, im in enumerate(shown):
-            canvas.paste(im, ((i % columns) * tile, (i // columns) * tile))
+            canvas.paste(im, ((i % columns) * tile, (i // columns) * row_px))
         draw = ImageDraw.Draw(canvas)
         for j, line in enumerate(lines):
             draw.text((6, text_top + 24 * j), line, fill=(0, 0, 0), font=font)
