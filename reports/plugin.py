@@ -206,6 +206,15 @@ class ReportPlugin:
         except Exception:  # a label is a courtesy: never a reason to lose the summary
             return None
 
+    def _usage_table(self, tr, name: str) -> None:
+        """Tokens and cost per model, when the models report tokens (API models do)."""
+        from support.outputs import markdown_table
+
+        usage = self.usage.get(name)
+        if usage is not None and (usage["input_tokens"] > 0).any():
+            tr.write_line("usage and cost per model (USD; cached answers included):")
+            tr.write_line(markdown_table(usage.fillna("")))
+
     def _terminal_brief(self, tr) -> None:
         """Per evaluation: a heading, the brief table, one line of counts (see reports.terminal);
         then one line naming the result folders."""
@@ -216,10 +225,14 @@ class ReportPlugin:
             module = evaluations.spec(name).summary_module()
             metrics = terminal.key_metrics(headline, getattr(module, "KEY_METRICS", None))
             table = terminal.brief_table(headline, metrics)
-            has_ci = any(f"{m}_lo" in headline.columns for m in metrics) and self.run.bootstrap
             what = [", ".join(metrics)]
-            if has_ci and any("[" in str(v) for v in table.to_numpy().ravel()):
-                what.append("95% bootstrap intervals")
+            if any(f"{m}_lo" in headline.columns for m in metrics):
+                shown = any("[" in str(v) for v in table.to_numpy().ravel())
+                what.append(
+                    interval_label(self.run)
+                    if shown or not self.run.bootstrap
+                    else "intervals: -v, summary.csv"
+                )
             label = self._data_label(name)
             if label:
                 what.append(label.split(";")[0].split("(")[0].strip())
@@ -227,6 +240,7 @@ class ReportPlugin:
             tr.write_line(markdown_table(table))
             outs = [o for o in self.outcomes.values() if o.evaluation == name]
             tr.write_line(terminal.counts_line(outs, self.comparisons.get(name)))
+            self._usage_table(tr, name)
         if self.files:
             tr.write_line(terminal.folders_line(self.files, tr.config.invocation_params.dir))
 
@@ -245,10 +259,7 @@ class ReportPlugin:
             tr.write_line(markdown_table(with_intervals(headline, metrics)))
             outs = [o for o in self.outcomes.values() if o.evaluation == name]
             tr.write_line(terminal.counts_line(outs, self.comparisons.get(name)))
-            usage = self.usage.get(name)
-            if usage is not None and (usage["input_tokens"] > 0).any():
-                tr.write_line("usage and cost per model (USD; cached answers included):")
-                tr.write_line(markdown_table(usage.fillna("")))
+            self._usage_table(tr, name)
             files = self.files.get(name, [])
             for path in files[:MAX_LISTED_FILES]:
                 tr.write_line(f"wrote {path}")

@@ -169,7 +169,7 @@ def test_persistent_errors_are_reported_not_cached_and_resent(cholecseg8k, tmp_p
     errors = [r for r in rows(tmp_path) if r["status"] == "error"]
     assert first.returncode == 1 and errors
     assert all("500" in r["error"] or "InternalServer" in r["error"] for r in errors)
-    assert f"{len(errors)} failed" in first.stdout
+    assert f"{len(errors)} errors" in first.stdout  # the pipeline broke: <error>, not <failure>
     with LoopbackServer(script, api_key=KEY, lifetime_s=240) as healed:
         args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={healed.url}")
         second = run_pytest(args, "openai", timeout=240)

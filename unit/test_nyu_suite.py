@@ -67,7 +67,7 @@ def test_oracle_reads_mae_zero_on_the_default_data(run, tmp_path):
         p.name for p in out.iterdir()
     }
     text = result.stdout.str()
-    assert "vlmbench: nyu_distance (95% bootstrap intervals)" in text
+    assert "vlmbench: nyu_distance: mae, delta1; 95% bootstrap intervals" in text
     assert "model calls: 24 sent, 0 served from cache" in text
     page = html.read_text()
     assert page.count("image/jpeg") >= 24 and "distance_m" in page  # a picture per case
