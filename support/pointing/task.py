@@ -221,6 +221,9 @@ class PointingEvaluation(Evaluation):
         self._canvas_labels: OnceCache[int, np.ndarray] = OnceCache(256)
         self._targets: OnceCache[tuple[int, int], tuple[int, int] | None] = OnceCache(8192)
         self._truth: OnceCache[int, np.ndarray] = OnceCache(1 << 16)
+        # row -> the canvas scaled to the HTML picture's width (RGB, uint8) and the scale factor:
+        # a frame serves every organ and condition of its row (12 x 3 pictures at most)
+        self._pictures: OnceCache[int, tuple[np.ndarray, float]] = OnceCache(64)
         self._all_presence: np.ndarray | None = None  # writeup near misses for foreign plans
         self._canvases: FileMemo | None = None  # the encoded canvases kept across runs (load)
         self._stored_targets: FileMemo | None = None  # the target points kept across runs (load)
@@ -492,15 +495,33 @@ class PointingEvaluation(Evaluation):
         point = self.target_point(row, organ) if present else None
         return list(point) if point else None
 
-    def render(self, case: Case, outcome: Outcome) -> bytes | None:
-        """The canvas the model saw (full size) with the organ outlined in green, the predicted
-        point as a red cross, and the organ, truth, answer and status written under it."""
-        row, organ = case.params["row"], case.params["organ"]
+    def _picture_canvas(self, row: int) -> tuple[np.ndarray, float]:
+        """The canvas the model saw, scaled to PICTURE_PX wide (H, W, 3 uint8), and the factor
+        from canvas px to picture px (decoded and scaled once per frame, not once per case)."""
         canvas = Image.open(io.BytesIO(self.frame(row)[0].image or b"")).convert("RGB")
-        outline = ndimage.binary_dilation(  # ~5 canvas px wide: visible once scaled down
+        scale = min(1.0, PICTURE_PX / canvas.width)
+        if scale < 1.0:
+            size = (PICTURE_PX, round(canvas.height * scale))
+            canvas = canvas.resize(size, Image.Resampling.BICUBIC, reducing_gap=2.0)
+        return np.asarray(canvas), scale
+
+    def render(self, case: Case, outcome: Outcome) -> bytes | None:
+        """The canvas the model saw (PICTURE_PX wide) with the organ outlined in green, the
+        predicted point as a red cross, and the organ, truth, answer and status written under
+        it. Drawn on the scaled canvas: the outline is found at canvas resolution and scaled
+        with it (nearest neighbour), the point scaled by the same factor."""
+        row, organ = case.params["row"], case.params["organ"]
+        scaled, scale = self._picture_canvas_of(row)
+        outline = ndimage.binary_dilation(  # ~5 canvas px wide: ~4 px once scaled
             mask_outline(self.organ_mask(row, organ)), iterations=OUTLINE_GROW_PX
         )
-        pixels = np.asarray(canvas).copy()
+        if scale < 1.0:
+            size = (scaled.shape[1], scaled.shape[0])  # (W, H) px of the picture
+            shrunk = Image.fromarray(outline.astype(np.uint8) * 255).resize(
+                size, Image.Resampling.NEAREST
+            )
+            outline = np.asarray(shrunk) > 0
+        pixels = scaled.copy()
         pixels[outline] = (0, 255, 0)
         prediction = outcome.prediction or {}
         point = prediction.get("point")
@@ -512,17 +533,22 @@ class PointingEvaluation(Evaluation):
             f"{CLASS_NAMES.get(organ, organ)}: {'present' if present else 'absent'}   "
             f"answer: {told}   {outcome.status}",
         ]
-        caption = CAPTION_FONT_PX + 10
-        picture = Image.new("RGB", (canvas.width, canvas.height + caption * len(lines)), "white")
+        font_px = max(12, round(CAPTION_FONT_PX * scale))  # ~18 px at PICTURE_PX
+        caption = round((CAPTION_FONT_PX + 10) * scale)  # a caption line's height (px)
+        height, width = pixels.shape[:2]
+        picture = Image.new("RGB", (width, height + caption * len(lines)), "white")
         picture.paste(Image.fromarray(pixels), (0, 0))
         draw = ImageDraw.Draw(picture)
-        if point:
-            x, y = point
-            draw.line([(x - 16, y), (x + 16, y)], fill=(255, 0, 0), width=5)
-            draw.line([(x, y - 16), (x, y + 16)], fill=(255, 0, 0), width=5)
-            draw.ellipse([(x - 9, y - 9), (x + 9, y + 9)], outline=(255, 255, 255), width=3)
-        font = ImageFont.load_default(size=CAPTION_FONT_PX)
+        if point and len(point) == 2:
+            x, y = point[0] * scale, point[1] * scale  # canvas px -> picture px
+            arm, dot, width_px = 16 * scale, 9 * scale, max(2, round(5 * scale))
+            draw.line([(x - arm, y), (x + arm, y)], fill=(255, 0, 0), width=width_px)
+            draw.line([(x, y - arm), (x, y + arm)], fill=(255, 0, 0), width=width_px)
+            draw.ellipse([(x - dot, y - dot), (x + dot, y + dot)], outline=(255, 255, 255), width=2)
+        font = ImageFont.load_default(size=font_px)
         for i, line in enumerate(lines):
-            draw.text((8, canvas.height + 5 + caption * i), line, fill=(0, 0, 0), font=font)
-        picture.thumbnail((PICTURE_PX, PICTURE_PX + caption * len(lines)))
+            draw.text((6, height + 4 + caption * i), line, fill=(0, 0, 0), font=font)
         return encode_image(picture, "JPEG", quality=75)
+
+    def _picture_canvas_of(self, row: int) -> tuple[np.ndarray, float]:
+        return self._pictures.get(row, self._picture_canvas)
