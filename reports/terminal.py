@@ -127,11 +127,17 @@ def counts_line(outs: Sequence[Outcome], comparisons: pd.DataFrame | None) -> st
     ]
     reused = sum(1 for o in outs if (o.extra or {}).get("reused"))
     if reused:
-        pieces.append(f"{reused} reused from existing results (--override re-runs them)")
+        pieces.append(f"{reused} reused from kept results (--override re-runs them)")
     if comparisons is not None and len(comparisons) and "p_holm" in comparisons:
         significant = int((comparisons["p_holm"] < 0.05).sum())
         pieces.append(f"Holm p < 0.05: {significant} of {len(comparisons)} comparisons")
-    return " · ".join(pieces)
+    lines = [pieces[0]]
+    for piece in pieces[1:]:  # wrapped before MAX_WIDTH columns, between pieces
+        if len(lines[-1]) + 3 + len(piece) > MAX_WIDTH:
+            lines.append(piece)
+        else:
+            lines[-1] += " · " + piece
+    return "\n".join(lines)
 
 
 def error_lines(name: str, outs: Iterable[Outcome]) -> list[str]:

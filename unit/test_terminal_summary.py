@@ -56,7 +56,11 @@ def test_counts_line_says_what_happened() -> None:
     line = terminal.counts_line(outs, pd.DataFrame({"p_holm": [0.01, 0.5]}))
     assert line.startswith("4 cases: 2 correct, 1 wrong, 1 error")
     assert "model calls: 4 sent, 0 served from cache" in line
-    assert "1 reused from existing results" in line and "1 of 2 comparisons" in line
+    assert "1 reused from kept results" in line and "1 of 2 comparisons" in line
+    many = [outcome(str(i), "correct", reused="kept.json") for i in range(132)]
+    wrapped = terminal.counts_line(many, pd.DataFrame({"p_holm": [0.01] * 42}))
+    assert max(len(part) for part in wrapped.splitlines()) <= terminal.MAX_WIDTH
+    assert wrapped.replace("\n", " · ").count(" · ") == 3  # four pieces, wrapped between them
 
 
 def test_error_lines_group_messages_most_frequent_first() -> None:
