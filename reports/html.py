@@ -248,10 +248,11 @@ def evaluation_section(plugin: ReportPlugin, name: str) -> list[str]:
     metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
     bounded = [c for c in metrics if headline[[f"{c}_lo", f"{c}_hi"]].notna().all(axis=1).any()]
     label = f" ({interval_label(plugin.run)})" if bounded or plugin.run.bootstrap <= 0 else ""
-    parts = [
-        f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}{html.escape(label)}</h2>',
-        html_table(with_intervals(headline, metrics)),
-    ]
+    parts = [f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}{html.escape(label)}</h2>']
+    data = plugin.data_label(name)  # e.g. the synthetic sample: said above its numbers
+    if data:
+        parts.append(f'<p class="vlmbench-data"><b>Data: {html.escape(data)}</b></p>')
+    parts.append(html_table(with_intervals(headline, metrics)))
     compared = plugin.comparisons.get(name)
     if compared is not None and len(compared):
         parts.append("<h3>Paired comparisons (b - a; p Holm-adjusted in p_holm)</h3>")

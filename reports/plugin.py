@@ -196,7 +196,7 @@ class ReportPlugin:
         for msg in self.gate_messages:
             terminalreporter.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
 
-    def _data_label(self, name: str) -> str | None:
+    def data_label(self, name: str) -> str | None:
         """The evaluation's word on its data when it is not the real dataset (e.g. the synthetic
         sample), from its summary module's `data_label(run)`."""
         try:
@@ -233,7 +233,7 @@ class ReportPlugin:
                     if shown or not self.run.bootstrap
                     else "intervals: -v, summary.csv"
                 )
-            label = self._data_label(name)
+            label = self.data_label(name)
             if label:
                 what.append(label.split(";")[0].split("(")[0].strip())
             tr.write_sep("=", f"vlmbench: {name}: {'; '.join(what)}")
@@ -253,7 +253,7 @@ class ReportPlugin:
         for name in [n for n in self.order if n in self.headlines]:
             headline = self.headlines[name]
             metrics = terminal.interval_metrics(headline)
-            label = self._data_label(name)
+            label = self.data_label(name)
             heading = interval_label(self.run) if metrics else "no intervals"
             tr.write_sep("=", f"vlmbench: {name} ({heading}){f'; {label}' if label else ''}")
             tr.write_line(markdown_table(with_intervals(headline, metrics)))

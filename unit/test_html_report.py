@@ -139,6 +139,8 @@ def test_summaries_in_run_order_with_contents_and_report_md_numbers(run):
     header, *body = first_table(pointing[pointing.index("Paired comparisons") :])
     assert [row[header.index("p")] for row in body] == [p_text(p) for p in compared["p_value"]]
     assert header[header.index("b_value") + 1] == "diff [95% CI]"
+    # each section says when its data is the synthetic sample, above its numbers
+    assert re.search(r'<p class="vlmbench-data"><b>Data: synthetic sample', pointing)
 
 
 def test_pictures_past_the_inline_budget_are_linked_files(run):
