@@ -27,8 +27,11 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import json
+import logging
+import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -38,6 +41,11 @@ from support.cache import ResponseCache, cache_key
 from support.types import Request, Response, canonical_json
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class CacheWriteWarning(UserWarning):
+    """Warning category of an answer that could not be stored in the response cache."""
 
 
 class Engine:
@@ -185,6 +193,7 @@ class ModelClient:
         self.started_backend = False  # whether the backend's start ran (not in a cached run)
         self.sent = 0  # requests that reached the backend (errors included)
         self.cache_hits = 0
+        self.cache_write_errors = 0  # answers kept in memory only: the cache refused them
         self.in_flight = 0  # requests at the backend now
         self.peak_in_flight = 0
 
@@ -200,6 +209,7 @@ class ModelClient:
             "identity": json.loads(canonical_json(dict(self.backend.identity))),
             "sent": self.sent,
             "cache_hits": self.cache_hits,
+            "cache_write_errors": self.cache_write_errors,
             "peak_in_flight": self.peak_in_flight,
             "batches": len(sizes),
             "mean_batch": round(sum(sizes) / len(sizes), 2) if sizes else None,
@@ -260,8 +270,26 @@ class ModelClient:
         if response.latency_s == 0.0:
             response = dataclasses.replace(response, latency_s=time.perf_counter() - start)
         if self.cache is not None:
-            self.cache.put(key, response)
+            self._store(key, response)
         return response
+
+    def _store(self, key: str, response: Response) -> None:
+        """Write an answer to the cache; a failing write (disk full, I/O error) costs the cache
+        entry only, never the answer. The first failure is logged and warned once, naming the
+        cache file; later writes are still tried (a full disk may be freed, a lock released)."""
+        assert self.cache is not None
+        try:
+            self.cache.put(key, response)
+        except (sqlite3.Error, OSError) as exc:
+            self.cache_write_errors += 1
+            if self.cache_write_errors == 1:
+                message = (
+                    f"response cache {self.cache.path}: answer of {self.name} not stored "
+                    f"({type(exc).__name__}: {redact(str(exc))}); the run keeps it, a rerun "
+                    "asks again"
+                )
+                log.warning(message)
+                warnings.warn(message, CacheWriteWarning, stacklevel=2)
 
     async def _counted(self, call: Awaitable[Response]) -> Response:
         self.sent += 1

@@ -23,10 +23,22 @@ STATUSES: tuple[Status, ...] = ("correct", "wrong", "unparsable", "error")
 
 
 def sha256_hex(data: bytes | str) -> str:
-    """Hex sha256 of bytes or UTF-8 text."""
+    """Hex sha256 of bytes or UTF-8 text (a lone surrogate is hashed as its code unit's bytes,
+    so text from anywhere gives a key and never raises)."""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = data.encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()
+
+
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode: each lone UTF-16 surrogate (an API may send "\\ud800" as a JSON
+    escape) becomes one U+FFFD and a split pair is joined, so nothing downstream (keys, sqlite,
+    files) chokes on it. NUL and every other character are kept."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # through UTF-16, where surrogates are code units
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def canonical_json(obj: Any) -> str:
@@ -216,6 +228,12 @@ class Response:
     latency_s: float = 0.0  # wall seconds of the backend call; 0 when served from cache
     cached: bool = False
     prompt: str | None = None  # the prompt text as rendered for a local model (chat template)
+
+    def __post_init__(self) -> None:
+        # the one place answers enter: every backend builds a Response, the cache reads one
+        object.__setattr__(self, "texts", tuple(valid_text(t) for t in self.texts))
+        if self.prompt is not None:
+            object.__setattr__(self, "prompt", valid_text(self.prompt))
 
     @property
     def text(self) -> str:

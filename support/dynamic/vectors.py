@@ -46,7 +46,7 @@ class StoredEmbedder:
         self.computed = 0  # texts embedded by `inner` through this object (for tests and logs)
 
     def _key(self, text: str) -> str:
-        return hashlib.sha256(f"{self.name}\x1f{text}".encode()).hexdigest()
+        return hashlib.sha256(f"{self.name}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
     def _stored(self, keys: list[str]) -> dict[str, np.ndarray]:
         """The stored vectors of `keys` (those present)."""
