@@ -212,6 +212,23 @@ class Intrinsics:
     width: int  # image px
     height: int  # image px
 
+    def __post_init__(self) -> None:
+        """Reject what would divide by zero or poison every distance later: focal lengths must be
+        finite and > 0, the principal point finite, the size positive whole pixels."""
+        for name in ("fx", "fy", "cx", "cy"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise ValueError(f"intrinsics {name}={v!r}: expected a number")
+            if not math.isfinite(v) or (name in ("fx", "fy") and v <= 0):
+                raise ValueError(
+                    f"intrinsics {name}={v!r}: expected a finite number"
+                    + (" > 0" if name in ("fx", "fy") else "")
+                )
+        for name in ("width", "height"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+                raise ValueError(f"intrinsics {name}={v!r}: expected a positive whole number")
+
 
 # The Kinect RGB camera of NYU Depth V2 (the source's constants), 640x480 images
 NYU_KINECT = Intrinsics(

@@ -27,7 +27,9 @@ from PIL import Image
 
 from support.geometry import NYU_KINECT, Intrinsics
 from support.nyu.mat import HEIGHT, WIDTH
+from support.pickled_npy import load_npy
 
+_INTRINSICS = ("fx", "fy", "cx", "cy", "width", "height")
 _NUMBERED = re.compile(r"^(\d+)\.(?:jpg|jpeg|png)$", re.IGNORECASE)
 
 
@@ -64,24 +66,36 @@ class NyuFolder:
                 raise NyuFolderError(f"{d}: missing (the depth of {f})")
             self.depth_files.append(d)
         self.intrinsics = self._intrinsics()
-        shape = np.load(self.depth_files[0], mmap_mode="r").shape
+        try:
+            shape = np.load(self.depth_files[0], mmap_mode="r").shape
+        except (OSError, ValueError, EOFError) as exc:
+            raise NyuFolderError(f"{self.depth_files[0]}: unreadable depth ({exc})") from None
         if shape not in ((HEIGHT, WIDTH), (WIDTH, HEIGHT)):
             raise NyuFolderError(f"{self.depth_files[0]}: depth shape {shape}, expected (480, 640)")
         self.transposed = shape == (WIDTH, HEIGHT)  # the original's portrait extraction
 
     def _intrinsics(self) -> Intrinsics:
         npy, js = self.path / "intrinsics.npy", self.path / "camera_intrinsics.json"
+        if npy.is_file():
+            name = npy
+        elif js.is_file():
+            name = js
+        else:
+            return NYU_KINECT
         try:
-            if npy.is_file():  # a pickled dict (np.save of a dict): the user's own folder
-                values = dict(np.load(npy, allow_pickle=True).item())
-            elif js.is_file():
-                values = json.loads(js.read_text())
+            if name == npy:  # the original's np.save of a dict: unpickled with numpy names only
+                arr = load_npy(npy)
+                values = arr.item() if arr.dtype.hasobject and arr.shape == () else None
             else:
-                return NYU_KINECT
-            return Intrinsics(**{k: values[k] for k in ("fx", "fy", "cx", "cy", "width", "height")})
-        except (KeyError, TypeError, ValueError, OSError) as exc:
-            name = npy if npy.is_file() else js
-            raise NyuFolderError(f"{name}: unreadable intrinsics ({exc})") from None
+                values = json.loads(js.read_text(encoding="utf-8"))
+            if not isinstance(values, dict):
+                raise ValueError(f"expected a dict of {', '.join(_INTRINSICS)}")
+            missing = [k for k in _INTRINSICS if k not in values]
+            if missing:
+                raise ValueError(f"missing {', '.join(missing)}")
+            return Intrinsics(**{k: values[k] for k in _INTRINSICS})
+        except (KeyError, TypeError, ValueError, OSError, RecursionError) as exc:
+            raise NyuFolderError(f"{name}: unreadable intrinsics ({str(exc)[:300]})") from None
 
     def __len__(self) -> int:
         return len(self.rgb_files)
@@ -112,8 +126,10 @@ class NyuFolder:
         f = self.depth_files[self._index(i)]
         try:
             d = np.load(f)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:
             raise NyuFolderError(f"{f}: unreadable depth ({exc})") from None
+        if d.dtype.kind not in "fiu":  # metres: a float or integer array, never text or objects
+            raise NyuFolderError(f"{f}: depth dtype {d.dtype}, expected numbers (metres)")
         d = d.T if self.transposed else d
         if d.shape != (HEIGHT, WIDTH):
             raise NyuFolderError(f"{f}: depth shape {np.shape(d)}, expected (480, 640)")

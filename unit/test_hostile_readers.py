@@ -1,0 +1,118 @@
+"""Hostile data files: nothing read from data is executed, and every reader error is the reader's
+own error naming the file (issue 25, items 1, 9 and the reader half of 10).
+
+Each test builds a small valid folder in tmp_path, breaks one file, and checks the reader's error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from support.nyu.folder import NyuFolder, NyuFolderError
+from support.pickled_npy import PickledNpyError, load_npy
+
+# ---- NYU extracted folder ------------------------------------------------------------------------
+
+
+def _nyu_folder(root):
+    """A minimal valid extracted NYU folder: one landscape image and its depth (metres)."""
+    (root / "rgb").mkdir(parents=True)
+    (root / "depth").mkdir()
+    Image.new("RGB", (640, 480), (90, 90, 90)).save(root / "rgb" / "0000.png")
+    np.save(root / "depth" / "0000.npy", np.full((480, 640), 2.0, dtype=np.float32))
+    return root
+
+
+class _WritesFile:
+    """A pickle payload: unpickling it calls builtins.open(path, "w"), creating the file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+class _RunsShell:
+    """A pickle payload: unpickling it runs `touch path` through os.system."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.path}",))
+
+
+def _hostile_npy(path, payload) -> None:
+    """An .npy file whose object array's pickle carries `payload` (np.save's own layout)."""
+    arr = np.empty((), dtype=object)
+    arr[()] = {"fx": payload}
+    with open(path, "wb") as fp:
+        np.lib.format.write_array(fp, arr, allow_pickle=True)
+
+
+@pytest.mark.parametrize("payload", [_WritesFile, _RunsShell])
+def test_pickled_intrinsics_never_run(tmp_path, payload):
+    folder = _nyu_folder(tmp_path / "nyu")
+    marker = tmp_path / "pwned"
+    _hostile_npy(folder / "intrinsics.npy", payload(str(marker)))
+    with pytest.raises(NyuFolderError, match=r"intrinsics\.npy.*refused"):
+        NyuFolder(folder)
+    assert not marker.exists()
+
+
+def test_load_npy_refuses_any_global(tmp_path):
+    path = tmp_path / "x.npy"
+    _hostile_npy(path, _WritesFile(str(tmp_path / "pwned")))
+    with pytest.raises(PickledNpyError, match=r"x\.npy: refused to unpickle \S*open"):
+        load_npy(path)
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_original_pickled_intrinsics_dict_still_read(tmp_path):
+    """The original's np.save of a plain dict (and numpy scalars in it) reads as before."""
+    folder = _nyu_folder(tmp_path / "nyu")
+    values = {"fx": np.float64(500.0), "fy": 501.0, "cx": 320.0, "cy": 240.0, "width": 640}
+    np.save(folder / "intrinsics.npy", {**values, "height": np.int64(480)})
+    k = NyuFolder(folder).intrinsics
+    assert (k.fx, k.fy, k.cx, k.cy, k.width, k.height) == (500.0, 501.0, 320.0, 240.0, 640, 480)
+
+
+_GOOD = {"fx": 518.0, "fy": 519.0, "cx": 325.0, "cy": 253.0, "width": 640, "height": 480}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"fx": 0}, {"fy": float("nan")}, {"cx": "325"}, {"fx": "abc"}, {"width": -1}, {"cy": 1e400}],
+    ids=["fx0", "fy-nan", "cx-str", "fx-str", "width-neg", "cy-inf"],
+)
+def test_bad_intrinsics_json_named_at_read(tmp_path, change):
+    folder = _nyu_folder(tmp_path / "nyu")
+    text = json.dumps({**_GOOD, **change}).replace("Infinity", "1e400")
+    (folder / "camera_intrinsics.json").write_text(text)
+    with pytest.raises(NyuFolderError, match=r"camera_intrinsics\.json: unreadable intrinsics"):
+        NyuFolder(folder)
+
+
+def test_deep_intrinsics_json_named(tmp_path):
+    folder = _nyu_folder(tmp_path / "nyu")
+    (folder / "camera_intrinsics.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(NyuFolderError, match=r"camera_intrinsics\.json"):
+        NyuFolder(folder)
+
+
+@pytest.mark.parametrize("bad", ["text", "empty"])
+def test_bad_depth_named(tmp_path, bad):
+    folder = _nyu_folder(tmp_path / "nyu")
+    depth = folder / "depth" / "0000.npy"
+    if bad == "text":
+        np.save(depth, np.full((480, 640), "abc"))
+    else:
+        depth.write_bytes(b"")
+    with pytest.raises(NyuFolderError, match=r"0000\.npy"):
+        NyuFolder(folder).depth(0)
