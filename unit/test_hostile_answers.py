@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import warnings
 
+import numpy as np
 import pytest
 
 from support.backends.scripted import ScriptedBackend
@@ -82,3 +83,39 @@ def test_an_answer_is_kept_when_the_cache_write_fails(tmp_path):
     assert str(cache.path) in str(mine[0].message)
     assert cache.puts == 3  # later writes still tried
     assert client.stats()["cache_write_errors"] == 3
+
+
+HOSTILE_DISTANCES = ["1e308", "inf", "nan", "9" * 5000, "-0", "1e308 m", "Infinity metres"]
+
+
+@pytest.mark.parametrize("compat", ["writeup", "source"])
+def test_nyu_metrics_stay_finite_under_absurd_answers(compat, tmp_path):
+    """Absurd distances are unparsable (support.nyu.parser.MAX_METRES), so no inf or NaN reaches
+    summary.csv; plain answers on other images keep every metric defined."""
+    from support.nyu.parser import MAX_METRES, parse_answer, parse_first_number
+    from support.nyu.spec import NyuSettings
+    from support.nyu.summary import METRICS, summarize
+    from support.nyu.task import NyuDistanceEvaluation
+    from support.settings import RunSettings
+    from support.types import Outcome
+
+    run = RunSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "out", samples=6)
+    ev = NyuDistanceEvaluation.load(run, NyuSettings())
+    parse = parse_first_number if compat == "source" else parse_answer
+    outcomes = []
+    for i, case in enumerate(ev.cases()):
+        text = HOSTILE_DISTANCES[i] if i < len(HOSTILE_DISTANCES) else f"{1 + i / 10} m"
+        v = ev.score(case, parse(text))
+        pred = v.scores["pred"]
+        assert pred is None or 0 <= pred <= MAX_METRES, text[:20]
+        if len(text) > 1000 or (compat == "writeup" and text in HOSTILE_DISTANCES):
+            assert v.status == "unparsable", text[:20]
+        outcomes.append(
+            Outcome(f"{case.id}-m", case.evaluation, "m", v.status, cluster=case.cluster,
+                    scores=v.scores, prediction=v.prediction, params=dict(case.params))
+        )  # fmt: skip
+    row = summarize(outcomes, n_resamples=50, seed=0).iloc[0]
+    columns = [c for m in METRICS for c in (m, f"{m}_lo", f"{m}_hi") if c in row.index]
+    assert len(columns) > len(METRICS)
+    bad = {c: row[c] for c in columns if not np.isfinite(float(row[c]))}
+    assert not bad

@@ -12,7 +12,9 @@ Which number, when there are several:
 A range ("1.5-2 m", "1.5 to 2 meters", "between 1.5 and 2 m") gives its midpoint. Numbers glued
 to letters ("3D", "640x480", "A2") are not quantities. A negative number ("-1.5 m") is not a
 distance and is skipped. No number, or a refusal without a number with a unit -> None
-("unparsable").
+("unparsable"). A distance above MAX_METRES (or not finite: "1e308", a 5,000-digit number) is not
+an indoor distance: None with the reason "implausible distance", under both rules, so the error
+metrics stay finite.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 MAX_CHARS = 4_000  # only this many leading characters of an answer are looked at
 MAX_QUANTITIES = 64  # quantities examined per answer
+MAX_METRES = 1e3  # m; a larger answer (NYU rooms are under 10 m deep) is unparsable
 
 UNIT_METRES = {"m": 1.0, "cm": 0.01, "mm": 0.001, "ft": 0.3048, "in": 0.0254}
 _UNIT_ALTERNATIVES = (
@@ -104,10 +107,20 @@ def parse_answer(text: Any) -> DistanceAnswer:
         return DistanceAnswer(None, reason="no distance")
     with_unit = [q for q in quantities if q.unit is not None]
     if with_unit:
-        return DistanceAnswer(with_unit[0].metres, with_unit[0].unit, "first number with a unit")
+        return _plausible(
+            DistanceAnswer(with_unit[0].metres, with_unit[0].unit, "first number with a unit")
+        )
     if _REFUSAL_RE.search(text):
         return DistanceAnswer(None, reason="refusal")
-    return DistanceAnswer(quantities[0].metres, None, "first number")
+    return _plausible(DistanceAnswer(quantities[0].metres, None, "first number"))
+
+
+def _plausible(answer: DistanceAnswer) -> DistanceAnswer:
+    """`answer`, or unparsable when its distance is not finite or above MAX_METRES."""
+    m = answer.metres
+    if m is None or (math.isfinite(m) and m <= MAX_METRES):
+        return answer
+    return DistanceAnswer(None, answer.unit, f"implausible distance (above {MAX_METRES:g} m)")
 
 
 _FIRST_NUMBER_RE = re.compile(r"\d+\.?\d*")  # the original's pattern (Unicode digits included)
@@ -116,14 +129,15 @@ _FIRST_NUMBER_RE = re.compile(r"\d+\.?\d*")  # the original's pattern (Unicode d
 def parse_first_number(text: Any) -> DistanceAnswer:
     """`--compat source`: the original's rule (eval_nyu_distance.py, `query_vlm_distance`): the
     first run of digits with an optional point and fraction, in metres, whatever surrounds it
-    ("-1.5" -> 1.5, "1,5" -> 1.0, ".8" -> 8.0, "3D: 2 m" -> 3.0); no digit -> None."""
+    ("-1.5" -> 1.5, "1,5" -> 1.0, ".8" -> 8.0, "3D: 2 m" -> 3.0); no digit -> None. Unlike the
+    original, a number above MAX_METRES (or one too long to be finite) is None too."""
     if not isinstance(text, str):
         return DistanceAnswer(None, reason="not text")
     found = _FIRST_NUMBER_RE.search(text.strip())
     if found is None:
         return DistanceAnswer(None, reason="no number")
     try:
-        return DistanceAnswer(float(found.group()), None, "first number (source)")
+        return _plausible(DistanceAnswer(float(found.group()), None, "first number (source)"))
     except ValueError:  # the original catches the same and answers None
         return DistanceAnswer(None, reason="no number")
 
