@@ -119,3 +119,27 @@ def test_nyu_metrics_stay_finite_under_absurd_answers(compat, tmp_path):
     assert len(columns) > len(METRICS)
     bad = {c: row[c] for c in columns if not np.isfinite(float(row[c]))}
     assert not bad
+
+
+def test_a_case_whose_cache_is_full_keeps_its_outcome(tmp_path):
+    """Through the core: the case is scored from the answer received, not turned into an error."""
+    from support.runner import run_case
+    from support.types import Case, Verdict
+
+    class Asks:
+        name = "toy"
+
+        async def evaluate(self, case, client):
+            r = await client.generate(req(case.id))
+            return Verdict("correct" if r.text == "yes" else "wrong", prediction=r.text)
+
+    client = ModelClient(
+        ScriptedBackend(lambda r: "yes", name="m"), FullDiskCache(tmp_path / "f.sqlite"), 1
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWriteWarning)
+        result = asyncio.run(run_case(Asks(), Case("c1", "toy"), client))  # type: ignore[arg-type]
+    assert result.exception is None
+    assert [(o.status, o.prediction, o.backend_calls) for o in result.outcomes] == [
+        ("correct", "yes", 1)
+    ]
