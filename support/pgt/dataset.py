@@ -24,11 +24,19 @@ In the source's two schemas the label is `real` when the value, lowercased, is `
 `ai-generated` otherwise (helpers.py:89-93). Registered datasets are the source's files under
 `--pgt-root` (the source's `data/` folder); any other CSV path works too. A malformed CSV or a
 missing image is an error that names the file, row and column.
+
+A CSV is data, not a licence to read files: every image path resolves (lexically: `..` removed,
+symlinks not followed) inside a data root, the CSV's folder, an `--pgt-image-root` or the NEW
+of a `--pgt-path-map`; a path outside stops the dataset with the row named, as a missing image
+does. Each image is decoded once when it is first read (`read_image`): an empty, truncated or
+non-image file is an `ImageError` naming it, so its cases are errors and nothing is sent.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import random
 import re
 from collections.abc import Mapping
@@ -62,8 +70,16 @@ ANY_DATASET = "*"  # the key of an image root given without a dataset name
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
+IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")  # decoded by PIL; no others
+# (PIL's EPS plugin, for one, runs Ghostscript: a data file never picks such a decoder)
+
+
 class DatasetError(ValueError):
     """A PGT CSV that cannot be used: the message names the file, and the row and column."""
+
+
+class ImageError(ValueError):
+    """An image file of a dataset that is not a readable image: the message names the file."""
 
 
 def slug(text: str) -> str:
@@ -117,6 +133,12 @@ class ImagePaths:
             if key in self.roots:
                 return self.roots[key]
         return None
+
+    def data_roots(self, csv: Path) -> tuple[Path, ...]:
+        """The folders a CSV's image paths may point into (absolute, `..` removed): the CSV's
+        folder, every image root and every path-map NEW."""
+        folders = (csv.parent, *self.roots.values(), *(new for _, new in self.path_map))
+        return tuple(dict.fromkeys(Path(os.path.abspath(f)) for f in folders))
 
     def rewrite(self, path: Path) -> Path:
         """The path with its longest matching OLD prefix (whole components) replaced by NEW."""
@@ -256,6 +278,7 @@ def load_csv(
     if frame.empty:
         raise DatasetError(f"{csv}: no data rows")
     base = (paths.root_for(name) if schema == ROOTED else None) or csv.parent
+    roots = paths.data_roots(csv)
     examples = []
     for row, record in enumerate(frame.to_dict("records")):
         where = f"{csv}, row {row} (line {row + 2})"
@@ -285,8 +308,36 @@ def load_csv(
             raise DatasetError(
                 f"{where}, column {path_col!r}: image not found: {image}{_hint(schema, name)}"
             )
+        if not any(Path(os.path.abspath(image)).is_relative_to(r) for r in roots):
+            raise DatasetError(
+                f"{where}, column {path_col!r}: image path {raw_path!r} leads outside the data "
+                f"roots ({', '.join(map(str, roots))}): not read{_hint(schema, name)}"
+            )
         examples.append(Example(row, image, label, generator))
     return PgtDataset(name, csv, tuple(examples), schema)
+
+
+def read_image(path: Path) -> bytes:
+    """The bytes of an image file, once PIL has decoded all of it (one of `IMAGE_FORMATS`);
+    ImageError naming the file when it is unreadable, empty, truncated or not an image."""
+    from PIL import Image
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ImageError(f"{path}: image not readable: {exc.strerror or exc}") from None
+    if not data:
+        raise ImageError(f"{path}: empty file (0 bytes), not an image")
+    Image.init()  # every plugin registered: `formats` names some that open() loads lazily
+    try:  # untrusted bytes: a decoder may raise anything (OSError, SyntaxError, struct.error...)
+        with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as im:
+            im.load()
+    except Exception as exc:
+        raise ImageError(
+            f"{path}: not a readable image ({type(exc).__name__}: {exc}; "
+            f"{len(data)} bytes, formats read: {', '.join(IMAGE_FORMATS)})"
+        ) from None
+    return data
 
 
 SOURCE_SHUFFLE_SEED = 0  # helpers.py:54-55: random.seed(0); random.shuffle(examples)

@@ -40,7 +40,7 @@ from support.pgt.answers import (
     majority_vote,
     majority_vote_source,
 )
-from support.pgt.dataset import PgtDataset, load_csv, source_order
+from support.pgt.dataset import PgtDataset, load_csv, read_image, source_order
 from support.pgt.layout import result_dir
 from support.pgt.phrases import QUESTION, Prompt, build_prompt
 from support.pgt.spec import PgtSettings
@@ -208,8 +208,9 @@ class PgtEvaluation(Evaluation):
 
     # ---- requests ----------------------------------------------------------------------------
     def image(self, row: int) -> Part:
-        """The image file's bytes as they are: re-encoding would change what is being judged."""
-        return self._images.get(row, lambda r: Part.of_image(self.by_row[r].image.read_bytes()))
+        """The image file's bytes as they are (re-encoding would change what is being judged),
+        once decoded: an unreadable one is an ImageError naming it, its cases errors."""
+        return self._images.get(row, lambda r: Part.of_image(read_image(self.by_row[r].image)))
 
     def prompt(self, case: Case) -> Prompt:
         phrase, mode = self.phrases[case.params["phrase"]], case.params["mode"] or "prefill"
