@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from support.dynamic.assets import build_assets, read_assets
+from support.dynamic.scenes import random_layout, read_layouts
 from support.nyu.folder import NyuFolder, NyuFolderError
 from support.pickled_npy import PickledNpyError, load_npy
 
@@ -116,3 +119,102 @@ def test_bad_depth_named(tmp_path, bad):
         depth.write_bytes(b"")
     with pytest.raises(NyuFolderError, match=r"0000\.npy"):
         NyuFolder(folder).depth(0)
+
+
+# ---- dynamic: metadata.jsonl, {object_id}.npy, layouts.json -------------------------------------
+
+
+@pytest.fixture
+def assets_dir(tmp_path):
+    return build_assets(tmp_path / "assets")
+
+
+def _first_id(folder) -> str:
+    return next(iter(json.loads((folder / "metadata.jsonl").read_text().splitlines()[0])))
+
+
+def test_metadata_not_utf8_named(assets_dir):
+    meta = assets_dir / "metadata.jsonl"
+    meta.write_bytes(meta.read_bytes() + b'{"\xff\xfe": 1}\n')
+    with pytest.raises(ValueError, match=r"metadata\.jsonl: not UTF-8") as info:
+        read_assets(assets_dir)
+    assert not isinstance(info.value, UnicodeDecodeError)
+
+
+def test_metadata_deep_json_named(assets_dir):
+    meta = assets_dir / "metadata.jsonl"
+    meta.write_text(meta.read_text() + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(ValueError, match=r"metadata\.jsonl:\d+: JSON nested too deeply"):
+        read_assets(assets_dir)
+
+
+@pytest.mark.parametrize("bad", ["empty", "text"])
+def test_bad_cloud_named(assets_dir, bad):
+    path = assets_dir / f"{_first_id(assets_dir)}.npy"
+    if bad == "empty":
+        path.write_bytes(b"")
+    else:
+        np.save(path, np.full((10, 6), "abc"))
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        read_assets(assets_dir)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_cloud_named(assets_dir, value):
+    path = assets_dir / f"{_first_id(assets_dir)}.npy"
+    cloud = np.load(path)
+    cloud[3, 1] = value
+    np.save(path, cloud)
+    asset = read_assets(assets_dir)[_first_id(assets_dir)]
+    with pytest.raises(ValueError, match=re.escape(str(path)) + ".*NaN or infinite"):
+        asset.load_points()
+
+
+@pytest.mark.parametrize("object_id", ["../outside", "ABSOLUTE"])
+def test_object_id_outside_folder_refused(tmp_path, assets_dir, object_id):
+    outside = tmp_path / "outside.npy"
+    np.save(outside, np.zeros((8, 6), np.float32))
+    object_id = str(tmp_path / "outside") if object_id == "ABSOLUTE" else object_id
+    row = {object_id: {"object": "thief", "components": [{"name": "body"}]}}
+    meta = assets_dir / "metadata.jsonl"
+    meta.write_text(meta.read_text() + json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match="object id leads outside"):
+        read_assets(assets_dir)
+
+
+def _layouts_file(tmp_path, change: dict | None = None, text: str | None = None):
+    layout = random_layout(np.random.default_rng(0), 2)
+    layout["objects"][0].update(change or {})
+    path = tmp_path / "layouts.json"
+    path.write_text(text if text is not None else json.dumps([layout]))
+    return path
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"rotation": float("inf")},
+        {"rotation": float("nan")},
+        {"size": [1e308, 1.0, 1.0]},
+        {"position": [1e308, 0.0, 0.0]},
+    ],
+    ids=["rot-inf", "rot-nan", "size-1e308", "pos-1e308"],
+)
+def test_absurd_layout_values_named(tmp_path, change):
+    path = _layouts_file(tmp_path, change)
+    with pytest.raises(ValueError, match=r"layouts\.json: item 0 .*objects\[0\]"):
+        read_layouts(path)
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "\xff"], ids=["deep", "not-utf8"])
+def test_layouts_deep_or_not_utf8_named(tmp_path, text):
+    path = tmp_path / "layouts.json"
+    if text == "\xff":
+        path.write_bytes(b'[{"id": "\xff"}]')
+    else:
+        path.write_text(text)
+    with pytest.raises(
+        ValueError, match=r"layouts\.json: (JSON nested too deeply|not UTF-8)"
+    ) as info:
+        read_layouts(path)
+    assert not isinstance(info.value, UnicodeDecodeError)

@@ -397,18 +397,31 @@ def _load_cloud(path: Path) -> np.ndarray:
     """An object's cloud as (N, 6) float32, or a ValueError naming the file."""
     try:
         cloud = np.load(path)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: cannot read a point cloud ({error})") from error
-    _check_cloud_shape(path, cloud.shape)
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(f"{path}: cannot read a point cloud ({error})") from None
+    _check_cloud_header(path, cloud)
     cloud = cloud.astype(np.float32, copy=False)
+    if not np.isfinite(cloud[:, :6]).all():
+        raise ValueError(f"{path}: the point cloud holds NaN or infinite values")
     if cloud.shape[1] == 3:  # no colour: zeros, as AnyPoint's scene assembly does
         cloud = np.hstack([cloud, np.zeros((len(cloud), 3), np.float32)])
     return cloud[:, :6]
 
 
-def _check_cloud_shape(path: Path, shape: tuple[int, ...]) -> None:
+def _check_cloud_header(path: Path, cloud: np.ndarray) -> None:
+    shape = cloud.shape
     if len(shape) != 2 or shape[1] < 3 or shape[0] == 0:
         raise ValueError(f"{path}: expected a point cloud of shape (N, 3) or (N, 6), got {shape}")
+    if cloud.dtype.kind not in "fiu":  # coordinates: numbers, never text or objects
+        raise ValueError(f"{path}: point cloud dtype {cloud.dtype}, expected numbers")
+
+
+def _cloud_path(folder: Path, object_id: str, at: str) -> Path:
+    """folder/{object_id}.npy, refused when the id leads outside the folder (../, /abs, links)."""
+    path = folder / f"{object_id}.npy"
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"{at}: object id leads outside {folder} (to {path})")
+    return path
 
 
 def _component(where: str, index: int, raw: object) -> Component:
@@ -438,7 +451,11 @@ def read_assets(folder: Path) -> dict[str, Asset]:
     if not meta.is_file():
         raise FileNotFoundError(f"{meta}: no object metadata file (one JSON object per line)")
     assets: dict[str, Asset] = {}
-    for number, line in enumerate(meta.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = meta.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{meta}: not UTF-8 text (byte {error.start})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{meta}:{number}"
@@ -446,6 +463,8 @@ def read_assets(folder: Path) -> dict[str, Asset]:
             row = json.loads(line)
         except json.JSONDecodeError as error:
             raise ValueError(f"{where}: not valid JSON ({error.msg})") from error
+        except RecursionError:
+            raise ValueError(f"{where}: JSON nested too deeply") from None
         if not isinstance(row, dict) or not row:
             raise ValueError(f"{where}: expected {{object_id: {{...}}}}")
         for object_id, data in row.items():
@@ -460,14 +479,14 @@ def read_assets(folder: Path) -> dict[str, Asset]:
                 raise ValueError(f"{at}: field 'components' is not a list")
             if object_id in assets:
                 raise ValueError(f"{at}: object id appears twice")
-            path = folder / f"{object_id}.npy"
+            path = _cloud_path(folder, object_id, at)
             if not path.is_file():
                 raise FileNotFoundError(f"{at}: its point cloud {path} does not exist")
             try:
                 header = np.load(path, mmap_mode="r")  # reads the header only
-            except (OSError, ValueError) as error:
-                raise ValueError(f"{path}: cannot read a point cloud ({error})") from error
-            _check_cloud_shape(path, header.shape)
+            except (OSError, ValueError, EOFError) as error:
+                raise ValueError(f"{path}: cannot read a point cloud ({error})") from None
+            _check_cloud_header(path, header)
             comps = tuple(_component(at, i, c) for i, c in enumerate(raw))
             assets[object_id] = Asset(object_id, name.strip(), comps, path)
     if not assets:

@@ -49,6 +49,7 @@ DOMINANCE = 1.5  # a relation is clear when its axis' |delta| is >= 1.5 x every 
 FALSE_SLACK = 0.25  # a directional relation is false when its signed delta <= 0.25 x the largest
 FLOOR_BOUNDS = 4.0  # random layouts: centres within [-4, 4] m in x and z
 GAP = 0.2  # random layouts: minimum clearance between footprint circles, metres
+MAX_METRES = 1e4  # layouts read: |position| and half-extents at most this, metres (no 1e308)
 
 
 def relation_between(target: Sequence[float], reference: Sequence[float]) -> str:
@@ -127,15 +128,24 @@ def check_layout(item: object, where: str) -> dict:
             raise ValueError(f"{at}.name: {name!r} appears twice")
         names.add(name)
         rotation = obj.get("rotation", 0)  # the original reads it with a default of 0
-        if isinstance(rotation, bool) or not isinstance(rotation, int | float):
-            raise ValueError(f"{at}.rotation: expected degrees, got {rotation!r}")
+        if (
+            isinstance(rotation, bool)
+            or not isinstance(rotation, int | float)
+            or not math.isfinite(rotation)
+        ):
+            raise ValueError(f"{at}.rotation: expected finite degrees, got {rotation!r}")
         size = _numbers(f"{at}.size", obj.get("size"), 3)
-        if min(size) <= 0:
-            raise ValueError(f"{at}.size: half-extents must be positive, got {size}")
+        if min(size) <= 0 or max(size) > MAX_METRES:
+            raise ValueError(
+                f"{at}.size: half-extents must be in (0, {MAX_METRES:g}] m, got {size}"
+            )
+        position = _numbers(f"{at}.position", obj.get("position"), 3)
+        if max(map(abs, position)) > MAX_METRES:
+            raise ValueError(f"{at}.position: beyond +-{MAX_METRES:g} m, got {position}")
         objects.append(
             {
                 "name": name,
-                "position": _numbers(f"{at}.position", obj.get("position"), 3),
+                "position": position,
                 "rotation": float(rotation),
                 "size": size,
             }
@@ -165,6 +175,10 @@ def read_layouts(path: Path) -> list[dict]:
         items = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from error
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
     if not isinstance(items, list):
         raise ValueError(f"{path}: expected a JSON list of layouts")
     return [check_layout(item, f"{path}: item {i}") for i, item in enumerate(items)]
