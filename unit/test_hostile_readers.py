@@ -18,6 +18,10 @@ from support.dynamic.assets import build_assets, read_assets
 from support.dynamic.scenes import random_layout, read_layouts
 from support.nyu.folder import NyuFolder, NyuFolderError
 from support.pickled_npy import PickledNpyError, load_npy
+from support.pointing.dataset import CholecSeg8kFileError, RawTree
+from support.surgvqa.dataset import SurgvuDataError, read_vqa
+from support.synthetic.cholecseg8k import build_cholecseg8k
+from support.synthetic.surgvu import build_surgvu
 
 # ---- NYU extracted folder ------------------------------------------------------------------------
 
@@ -218,3 +222,22 @@ def test_layouts_deep_or_not_utf8_named(tmp_path, text):
     ) as info:
         read_layouts(path)
     assert not isinstance(info.value, UnicodeDecodeError)
+
+
+# ---- surgvqa and pointing -----------------------------------------------------------------------
+
+
+def test_surgvu_deep_json_named(tmp_path):
+    root = build_surgvu(tmp_path / "surgvu")
+    question = root / "SURGVU25_cat_2_sample_set_public" / "case001" / "case001_question.json"
+    question.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SurgvuDataError, match=r"case001_question\.json: JSON nested too deeply"):
+        read_vqa(root)
+
+
+def test_cholecseg8k_non_utf8_video_folder_named(tmp_path):
+    root = build_cholecseg8k(tmp_path / "raw", n_videos=1, frames_per_video=2)
+    video = next(p for p in root.iterdir() if p.name.startswith("video"))
+    os.rename(os.fsencode(video), os.fsencode(video) + b"\xff")
+    with pytest.raises(CholecSeg8kFileError, match=r"not UTF-8"):
+        RawTree.scan(root)

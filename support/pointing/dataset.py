@@ -115,6 +115,16 @@ def find_raw_root(folder: Path) -> Path | None:
     return below[0] if below else None
 
 
+def _text_name(path: Path) -> str:
+    """path.name, or CholecSeg8kFileError when the name is not UTF-8 (it could not be stored)."""
+    try:
+        path.name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+        raise CholecSeg8kFileError(f"{shown}: a folder name that is not UTF-8; rename it") from None
+    return path.name
+
+
 def raw_frame_paths(root: Path) -> list[str]:
     """Relative POSIX paths of the frames of a raw tree, in the hub dataset's row order.
 
@@ -128,8 +138,8 @@ def raw_frame_paths(root: Path) -> list[str]:
     differ from numeric order.
     """
     out: list[str] = []
-    for video in sorted(p.name for p in root.glob("video*") if p.is_dir()):
-        for clip in sorted(p.name for p in (root / video).glob("video*_*") if p.is_dir()):
+    for video in sorted(_text_name(p) for p in root.glob("video*") if p.is_dir()):
+        for clip in sorted(_text_name(p) for p in (root / video).glob("video*_*") if p.is_dir()):
             names = sorted(f.name for f in (root / video / clip).iterdir() if f.is_file())
             out.extend(f"{video}/{clip}/{n}" for n in names if _FRAME_RE.fullmatch(n))
     return out

@@ -100,6 +100,8 @@ def _load_json(path: Path) -> object:
         raise SurgvuDataError(
             f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
+    except RecursionError:
+        raise SurgvuDataError(f"{path}: JSON nested too deeply") from None
 
 
 # ---------------------------------------------------------------------------------------------
