@@ -25,6 +25,7 @@ import pytest
 from reports import terminal
 from reports.gates import Gate, failed_gates
 from support import evaluations
+from support.backends.api_keys import redact
 from support.settings import RunSettings
 from support.types import Case, Outcome
 
@@ -189,7 +190,8 @@ class ReportPlugin:
         if errors:
             for line in errors:
                 tr.write_line(line, red=True)
-            args = " ".join(tr.config.invocation_params.args)
+            # credentials in the arguments (--api-base user:pass@) are not echoed: shown as ***
+            args = redact(" ".join(tr.config.invocation_params.args))
             tr.write_line(
                 f"rerun what failed: pytest {args} --lf (answers already received are cached)"
             )

@@ -340,10 +340,12 @@ def test_missing_key_makes_backend_unavailable(name, var):
 
 def test_redact_env_and_registered_secrets(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "short")  # under 8 characters: left alone
+    # under 8 characters: redacted as a whole token only, kept inside a longer word
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "short")
     register_secret("passed-directly-9876")
-    text = f"401: bad key {KEY} (also passed-directly-9876), short stays"
-    assert redact(text) == "401: bad key [redacted] (also [redacted]), short stays"
+    text = f"401: bad key {KEY} (also passed-directly-9876), key=short, shortly stays"
+    want = "401: bad key [redacted] (also [redacted]), key=[redacted], shortly stays"
+    assert redact(text) == want
 
 
 def test_missing_sdk_is_unavailable(monkeypatch):

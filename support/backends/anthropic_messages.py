@@ -97,7 +97,8 @@ class AnthropicBackend(ApiBackend):
         if self._client is None:
             self._client = anthropic.AsyncAnthropic(
                 api_key=self._api_key,
-                base_url=self.base_url,  # None: ANTHROPIC_BASE_URL, else api.anthropic.com
+                base_url=self.client_url,  # None: ANTHROPIC_BASE_URL, else api.anthropic.com
+                default_headers=self.client_headers or None,
                 # seconds, per attempt; an explicit timeout also stops the SDK from refusing
                 # large non-streaming max_tokens
                 timeout=self.timeout_s,

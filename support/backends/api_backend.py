@@ -10,13 +10,23 @@ support.cache.SCHEMA_VERSION to invalidate deliberately).
 
 from __future__ import annotations
 
+import base64
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from support.backends.api_keys import backend_error, call_with_retry, register_secret
+from support.backends.api_keys import (
+    PLACEHOLDER_KEY,
+    backend_error,
+    call_with_retry,
+    register_secret,
+    register_url,
+    url_credentials,
+)
 from support.backends.base import Backend, BackendError
+from support.backends.redacted_logs import install_log_redaction
 from support.types import Request, Response, Usage
 
 
@@ -48,6 +58,12 @@ class ApiBackend(Backend):
         self.max_retries = max_retries
         self._api_key = api_key
         register_secret(api_key)
+        register_url(base_url)
+        install_log_redaction()  # the SDK's DEBUG logs (also at configure, fixtures/options.py)
+        # what the SDK's client gets: the URL without credentials (the SDKs' HTTP client would
+        # send them as Basic auth in place of the key header), and a header carrying them instead
+        # only where there is no key
+        self.client_url, self.client_headers = client_endpoint(name, base_url, api_key)
         self._http_client = http_client
         self._client: Any = None
         self.identity = {"provider": self.provider, "model": model_id, "endpoint": self.endpoint}
@@ -85,6 +101,33 @@ class ApiBackend(Backend):
         return Response(
             texts=texts, model=self.name, usage=usage, latency_s=time.perf_counter() - start
         )
+
+
+def client_endpoint(
+    name: str, base_url: str | None, api_key: str
+) -> tuple[str | None, dict[str, str]]:
+    """The base URL an SDK client gets (`user:pass@` removed) and the headers it adds.
+
+    The credentials of `--api-base http://user:pass@host` become an explicit
+    `Authorization: Basic ...` header when there is no API key (an openai-compatible server behind
+    a proxy that wants them); with a key they are dropped, with a warning, since the key's header
+    is what the vendor checks.
+    """
+    creds = url_credentials(base_url)
+    if base_url is None or creds is None:
+        return base_url, {}
+    parts = urlsplit(base_url.strip())
+    netloc = parts.netloc.rpartition("@")[2]
+    url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    if api_key and api_key != PLACEHOLDER_KEY:
+        warnings.warn(
+            f"{name}: the credentials in --api-base are dropped: the API key is sent instead",
+            UserWarning,
+            stacklevel=3,
+        )
+        return url, {}
+    token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode("ascii")
+    return url, {"Authorization": f"Basic {token}"}
 
 
 def public_url(url: str) -> str:

@@ -142,7 +142,8 @@ class GeminiBackend(ApiBackend):
 
         own = {"transport": httpx2.AsyncHTTPTransport()} if self._http_client is None else None
         return types.HttpOptions(
-            base_url=self.base_url,  # None: GOOGLE_GEMINI_BASE_URL, else the Gemini API
+            base_url=self.client_url,  # None: GOOGLE_GEMINI_BASE_URL, else the Gemini API
+            headers=self.client_headers or None,
             timeout=round(self.timeout_s * 1000),  # milliseconds, per attempt
             retry_options=types.HttpRetryOptions(
                 attempts=self.max_retries + 1,  # attempts include the first request

@@ -179,7 +179,8 @@ class OpenAIChatBackend(ApiBackend):
         if self._client is None:
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key,
-                base_url=self.base_url,  # None: OPENAI_BASE_URL, else api.openai.com
+                base_url=self.client_url,  # None: OPENAI_BASE_URL, else api.openai.com
+                default_headers=self.client_headers or None,
                 timeout=self.timeout_s,  # seconds, per attempt
                 max_retries=self.max_retries,
                 http_client=self._http_client,
