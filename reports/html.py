@@ -202,8 +202,7 @@ def pytest_html_results_summary(prefix: list, summary: list, postfix: list, sess
 def run_order(plugin: ReportPlugin) -> list[str]:
     """Evaluations in the order their first outcome arrived (those with a summary but no
     outcome, if any, after them)."""
-    names = list(dict.fromkeys(name for name, _ in plugin.outcomes))
-    return [*names, *(n for n in plugin.headlines if n not in names)]
+    return [*plugin.order, *(n for n in plugin.headlines if n not in plugin.order)]
 
 
 def anchor(name: str) -> str:

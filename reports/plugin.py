@@ -15,7 +15,6 @@ import importlib
 import threading
 import time
 import traceback
-from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,11 +104,8 @@ class ReportPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        by_eval: dict[str, list[Outcome]] = defaultdict(list)
-        for o in self.outcomes.values():
-            by_eval[o.evaluation].append(o)
-        for name in [n for n in self.order if n in by_eval]:
-            outs = sorted(by_eval[name], key=lambda o: (o.model, o.case_id))
+        for name in self.order:  # every evaluation with an outcome, in arrival order
+            outs = sorted(self.outcomes_of(name), key=lambda o: (o.model, o.case_id))
             try:
                 self._write_files(session, name, outs)
             except Exception as exc:  # one evaluation's broken summary never costs the others
@@ -183,9 +179,7 @@ class ReportPlugin:
         errors = [
             line
             for name in self.order
-            for line in terminal.error_lines(
-                name, [o for o in self.outcomes.values() if o.evaluation == name]
-            )
+            for line in terminal.error_lines(name, self.outcomes_of(name))
         ]
         if errors:
             for line in errors:
@@ -197,6 +191,10 @@ class ReportPlugin:
             )
         for msg in self.gate_messages:
             terminalreporter.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
+
+    def outcomes_of(self, name: str) -> list[Outcome]:
+        """The outcomes of one evaluation, in arrival order."""
+        return [o for o in self.outcomes.values() if o.evaluation == name]
 
     def data_label(self, name: str) -> str | None:
         """The evaluation's word on its data when it is not the real dataset (e.g. the synthetic
@@ -240,7 +238,7 @@ class ReportPlugin:
                 what.append(label.split(";")[0].split("(")[0].strip())
             tr.write_sep("=", f"vlmbench: {name}: {'; '.join(what)}")
             tr.write_line(markdown_table(table))
-            outs = [o for o in self.outcomes.values() if o.evaluation == name]
+            outs = self.outcomes_of(name)
             tr.write_line(terminal.counts_line(outs, self.comparisons.get(name)))
             self._usage_table(tr, name)
         if self.files:
@@ -259,7 +257,7 @@ class ReportPlugin:
             heading = interval_label(self.run) if metrics else "no intervals"
             tr.write_sep("=", f"vlmbench: {name} ({heading}){f'; {label}' if label else ''}")
             tr.write_line(markdown_table(with_intervals(headline, metrics)))
-            outs = [o for o in self.outcomes.values() if o.evaluation == name]
+            outs = self.outcomes_of(name)
             tr.write_line(terminal.counts_line(outs, self.comparisons.get(name)))
             self._usage_table(tr, name)
             files = self.files.get(name, [])

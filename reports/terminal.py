@@ -52,10 +52,11 @@ def key_metrics(headline: pd.DataFrame, declared: Sequence[str] | None) -> list[
     with_ci = interval_metrics(headline)
     if with_ci:
         return with_ci[:1]
+    labels = label_columns(headline)
     numeric = [
         c
         for c in headline.columns
-        if c not in label_columns(headline) and c != "model" and headline[c].dtype.kind == "f"
+        if c not in labels and c != "model" and headline[c].dtype.kind == "f"
     ]
     return numeric[:1]
 

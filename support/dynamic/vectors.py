@@ -13,7 +13,6 @@ alone, so a text's vector never depends on the texts beside it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from filelock import FileLock
 from support.cache import WalDatabase
 from support.dynamic.embedder import Embedder
 from support.outputs import file_name
+from support.types import sha256_hex
 
 _CHUNK = 500  # keys per SELECT (sqlite's variable limit is 999 on old builds)
 _LOCK_TIMEOUT_S = 1800  # a pool of ~1,000 texts embeds in ~15 s on 2 cores; a stuck holder fails
@@ -46,7 +46,7 @@ class StoredEmbedder:
         self.computed = 0  # texts embedded by `inner` through this object (for tests and logs)
 
     def _key(self, text: str) -> str:
-        return hashlib.sha256(f"{self.name}\x1f{text}".encode("utf-8", "surrogatepass")).hexdigest()
+        return sha256_hex(f"{self.name}\x1f{text}")  # never raises, lone surrogates included
 
     def _stored(self, keys: list[str]) -> dict[str, np.ndarray]:
         """The stored vectors of `keys` (those present)."""
