@@ -12,6 +12,8 @@ import functools
 import hashlib
 import io
 import json
+import logging
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
@@ -205,12 +207,47 @@ class Request:
         return [p for p in self.parts if p.is_image]
 
 
+_log = logging.getLogger(__name__)
+_warned_usage = False  # Usage.reported warns once per process
+
+
+def _token_count(value: object) -> int | None:
+    """A reported token count as an int (None counts 0); None when it is unusable."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
+
+
 @dataclass(frozen=True)
 class Usage:
     """Token counts reported by the backend (0 where it reports none)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+
+    @classmethod
+    def reported(cls, input_tokens: object, *output_tokens: object) -> Usage:
+        """The usage a backend reported, which is untrusted: `output_tokens` are summed (e.g.
+        answer and thought tokens), None counts 0. A count that is not a non-negative whole
+        number (negative, NaN, infinite, text) makes the response's usage unknown: Usage(),
+        not counted and not priced, with one warning per process."""
+        counts = [input_tokens, *output_tokens]
+        if all(_token_count(c) is not None for c in counts):
+            found = [_token_count(c) or 0 for c in counts]
+            return cls(found[0], sum(found[1:]))
+        global _warned_usage
+        if not _warned_usage:
+            _warned_usage = True
+            _log.warning(
+                "a backend reported unusable token counts (%s): that response's usage is "
+                "counted as unknown (no tokens, no cost); later ones are not reported again",
+                ", ".join(repr(c)[:40] for c in counts),
+            )
+        return cls()
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

@@ -72,7 +72,7 @@ def anthropic_result(message: Any) -> tuple[str, Usage]:
     usage = getattr(message, "usage", None)
     if usage is None:
         return text, Usage()
-    return text, Usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0))
+    return text, Usage.reported(usage.input_tokens, usage.output_tokens)
 
 
 def anthropic_retryable(exc: BaseException) -> bool:

@@ -81,8 +81,9 @@ def gemini_result(response: Any) -> tuple[tuple[str, ...], Usage]:
     if meta is None:
         return texts, Usage()
     # thinking models bill thought tokens as output; gemini-2.0-flash reports none
-    output = (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)
-    return texts, Usage(int(meta.prompt_token_count or 0), int(output))
+    return texts, Usage.reported(
+        meta.prompt_token_count, meta.candidates_token_count, meta.thoughts_token_count
+    )
 
 
 def _index(candidate: Any, position: int) -> int:

@@ -144,7 +144,7 @@ def openai_result(completion: Any) -> tuple[tuple[str, ...], Usage]:
     usage = getattr(completion, "usage", None)
     if usage is None:  # some compatible servers omit it
         return texts, Usage()
-    return texts, Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+    return texts, Usage.reported(usage.prompt_tokens, usage.completion_tokens)
 
 
 def openai_retryable(exc: BaseException) -> bool:

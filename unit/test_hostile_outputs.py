@@ -1,0 +1,93 @@
+"""Hostile outputs: usage a backend reports, huge answers in the HTML, a results disk that fails,
+and a run stopped by SIGINT (issue 25, items 8-10)."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+
+from support.outputs import usage_table
+from support.types import Outcome, Usage
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+genai_types = pytest.importorskip("google.genai.types")
+
+from support.backends.anthropic_messages import anthropic_result  # noqa: E402
+from support.backends.gemini import gemini_result  # noqa: E402
+from support.backends.openai_chat import openai_result  # noqa: E402
+
+BAD_COUNTS = [-5, math.nan, math.inf, -math.inf, 2.5, "12"]
+
+
+def openai_completion(prompt_tokens: object, completion_tokens: object):
+    """A ChatCompletion as the SDK builds it from a body (fields not validated)."""
+    return openai.types.chat.ChatCompletion.model_construct(
+        choices=[
+            openai.types.chat.chat_completion.Choice.model_construct(
+                index=0,
+                message=openai.types.chat.ChatCompletionMessage.model_construct(content="yes"),
+            )
+        ],
+        usage=openai.types.CompletionUsage.model_construct(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        ),
+    )
+
+
+def anthropic_message(input_tokens: object, output_tokens: object):
+    return anthropic.types.Message.model_construct(
+        content=[anthropic.types.TextBlock.model_construct(type="text", text="yes")],
+        usage=anthropic.types.Usage.model_construct(
+            input_tokens=input_tokens, output_tokens=output_tokens
+        ),
+    )
+
+
+def gemini_response(prompt: object, candidates: object):
+    return genai_types.GenerateContentResponse.model_construct(
+        candidates=[
+            genai_types.Candidate.model_construct(
+                index=0,
+                content=genai_types.Content.model_construct(
+                    role="model", parts=[genai_types.Part.model_construct(text="yes")]
+                ),
+            )
+        ],
+        usage_metadata=genai_types.GenerateContentResponseUsageMetadata.model_construct(
+            prompt_token_count=prompt, candidates_token_count=candidates
+        ),
+    )
+
+
+@pytest.mark.parametrize("bad", BAD_COUNTS, ids=repr)
+@pytest.mark.parametrize(
+    "parse",
+    [
+        lambda i, o: openai_result(openai_completion(i, o))[1],
+        lambda i, o: anthropic_result(anthropic_message(i, o))[1],
+        lambda i, o: gemini_result(gemini_response(i, o))[1],
+    ],
+    ids=["openai", "anthropic", "gemini"],
+)
+def test_unusable_reported_usage_is_unknown_not_negative(parse, bad, caplog, monkeypatch):
+    monkeypatch.setattr("support.types._warned_usage", False)
+    with caplog.at_level(logging.WARNING, logger="support.types"):
+        assert parse(100, bad) == Usage()  # neither count kept: the response's usage is unknown
+        assert parse(bad, 7) == Usage()
+    assert len([r for r in caplog.records if "unusable token counts" in r.message]) == 1
+    assert parse(100, 7) == Usage(100, 7)
+    assert parse(None, None) == Usage()
+
+
+def test_usage_table_never_prices_a_negative_count():
+    usage = openai_result(openai_completion(-1_000_000, -1_000_000))[1]
+    outs = [
+        Outcome(evaluation="e", case_id=f"c{i}", model="openai:gpt-4o", status="correct", usage=u)
+        for i, u in enumerate([usage, Usage(1_000_000, 0)])
+    ]
+    table = usage_table(outs)
+    assert table["input_tokens"].tolist() == [1_000_000]
+    assert table["cost_usd"].tolist() == [2.5]  # the list price of the one known response
