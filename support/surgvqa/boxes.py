@@ -19,6 +19,9 @@ Box frames (`BoxFrame`), all turned into pixels of the frame (origin top-left, x
 Corners given the wrong way round are swapped and boxes are clipped to the frame. Items that
 cannot be used (unknown tool, not four finite numbers, no area left after clipping, not an
 object) are dropped and counted. Model answers are untrusted text: `parse_boxes` never raises.
+At most MAX_BOXES_PER_TOOL boxes of each tool are kept (the first ones, in answer order); the
+rest are counted in `over_cap`. No score changes: answer order is score order
+(support.surgvqa.coco), and COCOeval never counts more than 100 detections of a class per frame.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ BoxFrame = Literal["auto", "pixels", "norm1000", "gemini"]
 MAX_CHARS = 100_000  # only this many leading characters of an answer are looked at
 MAX_STARTS = 64  # "[" / "{" positions tried as the start of the JSON value
 MAX_LITERAL_STARTS = 4  # positions tried with ast.literal_eval (Python-literal answers)
+MAX_BOXES_PER_TOOL = 100  # boxes kept per tool and answer (COCOeval's maxDets[-1])
 NORM = 1000.0  # full extent of the 0-1000 relative frames
 
 BOX_KEYS = ("bbox_2d", "bbox", "box", "box_2d")  # first present wins
@@ -69,6 +73,7 @@ class BoxAnswer:
     boxes: tuple[Box, ...]
     reason: str  # "ok", "truncated", "empty list", "no usable box", "no JSON", "not a list"
     dropped: int = 0  # items present but unusable
+    over_cap: int = 0  # usable boxes past MAX_BOXES_PER_TOOL of their tool, not kept
 
 
 def box_frame_for(model: str) -> BoxFrame:
@@ -96,14 +101,20 @@ def parse_boxes(text: str, width: int, height: int, frame: BoxFrame = "auto") ->
     if not items:
         return BoxAnswer((), "empty list")
     boxes: list[Box] = []
+    per_tool: dict[str, int] = {}
+    dropped = over_cap = 0
     for item in items:
         box = _box(item, width, height, frame)
-        if box is not None:
+        if box is None:
+            dropped += 1
+        elif per_tool.get(box.label, 0) >= MAX_BOXES_PER_TOOL:
+            over_cap += 1
+        else:
+            per_tool[box.label] = per_tool.get(box.label, 0) + 1
             boxes.append(box)
-    dropped = len(items) - len(boxes)
     if not boxes:
         return BoxAnswer((), "no usable box", dropped)
-    return BoxAnswer(tuple(boxes), "truncated" if truncated else "ok", dropped)
+    return BoxAnswer(tuple(boxes), "truncated" if truncated else "ok", dropped, over_cap)
 
 
 def boxes_json(

@@ -19,6 +19,12 @@ ground truth fails an assert, so it is a ValueError naming the image id here; a 
 counts as a hit (NaN IoU passes the `<` test), so non-finite numbers are a ValueError; without
 any ground-truth box pycocotools reports -1, which becomes NaN. Annotation ids start at 1:
 pycocotools stores the matched truth's id as the match flag, so a truth with id 0 never counts.
+
+Time. COCOeval keeps only the MAX_DETS highest-scoring detections of each image and category (a
+stable mergesort by score, then a cut), so the results are cut the same way before pycocotools
+sees them (`top_detections`): the stats are identical and 200,000 boxes on one frame cost what
+100 per class do. Its matching is a Python loop over detections x truths, so the truth of a frame
+must be bounded by its reader (support.surgvqa.dataset.MAX_BOXES_PER_FRAME).
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ STAT_NAMES = (
 )
 SCORE_STEP = 0.01  # score lost per rank in an answer
 SCORE_FLOOR = 0.01  # the lowest score (rank 99 and later)
+MAX_DETS = 100  # detections per image and category COCOeval ever looks at (params.maxDets[-1])
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,21 @@ def detections(image_id: int, boxes: Sequence[Box]) -> list[dict]:
             }
         )
     return out
+
+
+def top_detections(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The results COCOeval can count: per image and category the MAX_DETS highest scores (ties
+    in input order, as its stable sort), kept in input order, so its own sort and cut are
+    unchanged. Scores must be numbers (checked by the callers before)."""
+    groups: dict[tuple[Any, Any], list[int]] = {}
+    for n, r in enumerate(results):
+        groups.setdefault((r.get("image_id"), r.get("category_id")), []).append(n)
+    if all(len(g) <= MAX_DETS for g in groups.values()):
+        return list(results)
+    keep: list[int] = []
+    for g in groups.values():
+        keep += sorted(g, key=lambda n: -results[n]["score"])[:MAX_DETS]  # stable, as mergesort
+    return [results[n] for n in sorted(keep)]
 
 
 def evaluate(gt: dict, results: list[dict]) -> CocoScores:
@@ -297,7 +319,8 @@ def _results_coco(gt_coco: COCO, results: Sequence[Mapping[str, Any]]) -> COCO:
         ):
             raise ValueError(f"{where}: score {score!r} is not a finite number")
     if results:
-        return gt_coco.loadRes(copy.deepcopy(list(results)))  # loadRes adds keys to its input
+        kept = top_detections(results)  # the same stats, in bounded time
+        return gt_coco.loadRes(copy.deepcopy(kept))  # loadRes adds keys to its input
     res = COCO()
     res.dataset = {
         "images": list(gt_coco.dataset["images"]),

@@ -32,6 +32,10 @@ from support.surgvqa.tools import TOOL_CLASSES, canonical_tool
 
 N_ANSWERS = 5  # references per question (the write-up, and every public example)
 GC_WIDTH, GC_HEIGHT = 640, 512  # pixels; the official gc_to_coco.py hard-codes the frame size
+# True boxes one frame may have. A SurgVU frame shows the instruments of at most four robot arms
+# and a few hand-held tools; pycocotools matches in a Python loop over detections x truths
+# (200,000 boxes on one frame ran over 300 s), so far more than any real frame is a broken file.
+MAX_BOXES_PER_FRAME = 1000
 _SLICE = re.compile(r"^slice_nr_(\d+)_(.+)$")
 
 
@@ -203,6 +207,14 @@ def _field_list(doc: object, key: str, path: Path) -> list:
     return value
 
 
+def _check_box_count(path: Path, frame: int, count: int) -> None:
+    if count > MAX_BOXES_PER_FRAME:
+        raise SurgvuDataError(
+            f"{path}: frame {frame} has more than {MAX_BOXES_PER_FRAME} true boxes "
+            "(a real frame has a handful): not a SurgVU annotation file"
+        )
+
+
 def _coco_frames(path: Path, name: str) -> list[ToolFrame]:
     """The frames of a `_coco.json` file: every image listed, with its annotations."""
     doc = _load_json(path)
@@ -245,6 +257,7 @@ def _coco_frames(path: Path, name: str) -> list[ToolFrame]:
         if cat not in classes:
             raise SurgvuDataError(f"{where}: category_id {cat} is not a known category")
         boxes[image_id].append((classes[cat], _xywh(ann["bbox"], where)))
+        _check_box_count(path, image_id, len(boxes[image_id]))
     return [ToolFrame(name, k, *meta[k], tuple(boxes[k])) for k in sorted(meta)]
 
 
@@ -284,6 +297,7 @@ def _gc_frames(path: Path, name: str) -> list[ToolFrame]:
                 f"bottom-left (width {w}, height {h})"
             )
         boxes.setdefault(slice_nr - 1, []).append((tool, (x1, y1, w, h)))
+        _check_box_count(path, slice_nr - 1, len(boxes[slice_nr - 1]))
     return [
         ToolFrame(name, k, f"{k:010d}.jpg", GC_WIDTH, GC_HEIGHT, tuple(boxes[k]))
         for k in sorted(boxes)

@@ -34,8 +34,9 @@ from support.memo import OnceCache
 from support.runner import CaseClient
 from support.settings import RunSettings
 from support.surgvqa.bleu import (
+    best_reference,
+    candidate_cut,
     is_yes_no_question,
-    max_bleu,
     reference_scores,
     yes_no,
     yes_no_truth,
@@ -62,7 +63,13 @@ from support.surgvqa.prompts import (
 )
 from support.surgvqa.spec import SurgvqaSettings
 from support.surgvqa.tools import CATEGORY_ID
-from support.surgvqa.video import evenly_spaced, frame_count, iter_frames, read_frames
+from support.surgvqa.video import (
+    PastTheEndError,
+    evenly_spaced,
+    frame_count,
+    iter_frames,
+    read_frames,
+)
 from support.synthetic.surgvu import ensure_surgvu
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
@@ -131,7 +138,7 @@ class SurgvqaEvaluation(Evaluation):
         self.quick = set(linspace_subset(list(self.vqa), self.quick_samples))
         self.quick |= set(linspace_subset(list(self.frames), 2 * self.quick_samples))
         self._clips: OnceCache[str, tuple[list[int], list[bytes]]] = OnceCache(16)
-        self._video_frames: OnceCache[str, dict[int, bytes]] = OnceCache(2)
+        self._video_frames: OnceCache[str, dict[int, bytes | str]] = OnceCache(2)
 
     @classmethod
     def load(cls, run: RunSettings, settings: SurgvqaSettings) -> SurgvqaEvaluation:
@@ -206,21 +213,36 @@ class SurgvqaEvaluation(Evaluation):
         frames in one pass (one decode of the video per process, not one per frame)."""
         name = case.params["video"]
 
-        def load(video: str) -> dict[int, bytes]:
+        def load(video: str) -> dict[int, bytes | str]:
+            """Each case frame's JPEG, or the message of what is wrong with that frame alone."""
             v = self.videos[video]
             sizes = {f.frame: (f.height, f.width) for f in v.frames}  # rows, columns (px)
-            out = {}
-            for k, rgb in iter_frames(v.video, list(sizes)):
-                if rgb.shape[:2] != sizes[k]:  # the truth boxes are in the annotation's pixels
-                    h, w = sizes[k]
-                    raise SurgvuDataError(
-                        f"{v.video}: frame {k} is {rgb.shape[1]}x{rgb.shape[0]} px but its "
-                        f"annotation says {w}x{h}"
+            out: dict[int, bytes | str] = {}
+            try:
+                for k, rgb in iter_frames(v.video, list(sizes)):
+                    if rgb.shape[:2] != sizes[k]:  # the truth boxes are in the annotation's pixels
+                        h, w = sizes[k]
+                        out[k] = (
+                            f"{v.video}: frame {k} is {rgb.shape[1]}x{rgb.shape[0]} px but its "
+                            f"annotation says {w}x{h}"
+                        )
+                    else:
+                        out[k] = jpeg(rgb)
+            except PastTheEndError as exc:  # the frames before the end are fine
+                for k in sizes.keys() - out.keys():
+                    out[k] = (
+                        f"{v.video}: frame {k} (image id {k} of its annotations) is past the end "
+                        f"of the video ({exc.n_frames} decodable frames)"
                     )
-                out[k] = jpeg(rgb)
+            except ValueError as exc:  # the video stops decoding: the frames after it fail
+                for k in sizes.keys() - out.keys():
+                    out[k] = f"{v.video}: frame {k} (image id {k}) cannot be read: {exc}"
             return out
 
-        return self._video_frames.get(name, load)[case.params["frame"]]
+        got = self._video_frames.get(name, load)[case.params["frame"]]
+        if isinstance(got, str):
+            raise SurgvuDataError(got)
+        return got
 
     # ---- requests -----------------------------------------------------------------------------
     def request(self, case: Case) -> Request:
@@ -259,8 +281,8 @@ class SurgvqaEvaluation(Evaluation):
     def score_vqa(self, case: Case, answer: str) -> Verdict:
         """Max sentence-BLEU over the references; yes/no exact match for yes/no questions."""
         refs = case.params["answers"]
-        per_reference = reference_scores(refs, answer)
-        bleu, best = max_bleu(refs, answer)
+        per_reference = reference_scores(refs, answer)  # BLEU once per reference
+        bleu, best = best_reference(per_reference)
         truth = yes_no_truth(refs) if case.params["kind"] == "yes_no" else None
         said = yes_no(answer)
         scores: dict[str, Any] = {
@@ -273,10 +295,13 @@ class SurgvqaEvaluation(Evaluation):
             status = "unparsable" if said is None else ("correct" if said == truth else "wrong")
         else:
             status = "correct" if bleu >= OPEN_CORRECT_BLEU else "wrong"
+        prediction: dict[str, Any] = {"answer": answer, "yes_no": said, "best_reference": best}
+        if cut := candidate_cut(answer):  # tokens past bleu.MAX_CANDIDATE_TOKENS, not scored
+            prediction["candidate_cut"] = cut
         return Verdict(
             status=status,
             scores=scores,
-            prediction={"answer": answer, "yes_no": said, "best_reference": best},
+            prediction=prediction,
             target={"references": refs, "yes_no": truth},
         )
 
@@ -301,6 +326,8 @@ class SurgvqaEvaluation(Evaluation):
             "dropped": parsed.dropped,
             "box_frame": frame,
         }
+        if parsed.over_cap:  # boxes past the cap (COCO would not count them either)
+            prediction["over_cap"] = parsed.over_cap
         return Verdict(status=status, scores=scores, prediction=prediction, target=target)
 
     # ---- pictures -----------------------------------------------------------------------------

@@ -14,6 +14,16 @@ import av
 import numpy as np
 
 
+class PastTheEndError(ValueError):
+    """Frames asked past the last frame the video decodes (`n_frames` of them)."""
+
+    def __init__(self, path: Path, first_missing: int, n_frames: int) -> None:
+        super().__init__(
+            f"{path}: frame {first_missing} asked but the video has {n_frames} decodable frames"
+        )
+        self.n_frames = n_frames
+
+
 def _open(path: Path) -> av.container.InputContainer:
     """The container with a video stream, or a ValueError naming the file."""
     try:
@@ -41,7 +51,8 @@ def frame_count(path: Path) -> int:
 def iter_frames(path: Path, indices: Iterable[int]) -> Iterator[tuple[int, np.ndarray]]:
     """(index, RGB uint8 (H, W, 3) frame) for each distinct index asked, in increasing order, from
     one decode pass that stops after the last one: a whole video's frames without holding them all.
-    ValueError naming the file for a file that does not decode or an index past the last frame."""
+    ValueError naming the file for a file that does not decode, PastTheEndError (a ValueError) for
+    an index past the last frame, both raised after every frame before them was yielded."""
     path = Path(path)
     needed = {int(i) for i in indices}
     if any(i < 0 for i in needed):
@@ -62,8 +73,7 @@ def iter_frames(path: Path, indices: Iterable[int]) -> Iterator[tuple[int, np.nd
             raise ValueError(
                 f"{path}: the video does not decode at frame {n_seen} ({exc})"
             ) from exc
-    missing = min(i for i in needed if i >= n_seen)
-    raise ValueError(f"{path}: frame {missing} asked but the video has {n_seen} decodable frames")
+    raise PastTheEndError(path, min(i for i in needed if i >= n_seen), n_seen)
 
 
 def read_frames(path: Path, indices: Sequence[int]) -> list[np.ndarray]:
