@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import io
 import math
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -26,9 +28,11 @@ from PIL import Image, ImageDraw, ImageFont
 
 from support.evaluation import Evaluation, linspace_subset
 from support.memo import OnceCache
-from support.nyu.folder import NyuFolder
-from support.nyu.mat import HEIGHT, WIDTH, NyuMat
+from support.nyu.folder import NyuFolder, NyuFolderError
+from support.nyu.mat import HEIGHT, WIDTH, NyuMat, NyuMatError
 from support.nyu.pairs import (
+    MIN_DEPTH_DIFF,
+    MIN_SEPARATION,
     PointPair,
     grid,
     pair_rng,
@@ -52,6 +56,7 @@ from support.synthetic.nyu_depth import ensure_nyu_mat
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
 DELTA_THRESHOLD = 1.25  # `correct` when max(pred/gt, gt/pred) < this
+SHOWN_IMAGES = 10  # image numbers named in a message, at most
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 JPEG_QUALITY = 95
 SOURCE_JPEG_QUALITY = 75  # the original saves its marked images with PIL's default quality
@@ -118,6 +123,48 @@ def open_data(settings: NyuSettings, cache_dir) -> NyuMat | NyuFolder:
     return NyuMat(settings.mat or ensure_nyu_mat(cache_dir))
 
 
+class NyuDataWarning(UserWarning):
+    """Some images of the NYU data yield no point pair, so they give no case (named once)."""
+
+
+def _numbers(images: list[int]) -> str:
+    shown = ", ".join(map(str, images[:SHOWN_IMAGES]))
+    return shown + (f" and {len(images) - SHOWN_IMAGES} more" if len(images) > SHOWN_IMAGES else "")
+
+
+def check_pairs(
+    mat: NyuMat | NyuFolder, grids: Mapping[int, np.ndarray], pairs: Mapping[int, list]
+) -> None:
+    """Images that yield no pair are never dropped in silence: when none of them yields one, the
+    reader's error (NyuMatError / NyuFolderError) names the file and why; when only some yield
+    none, one NyuDataWarning names them. grids: each image's depths (metres) at its grid."""
+    empty = [i for i, p in pairs.items() if not p]
+    if not empty:
+        return
+    no_depth = [i for i in empty if not np.any(np.isfinite(grids[i]) & (grids[i] > 0))]
+    too_close = [i for i in empty if i not in set(no_depth)]
+    why = "; ".join(
+        text
+        for text in (
+            no_depth
+            and f"images {_numbers(no_depth)}: no finite positive depth (m) at the sampled grid",
+            too_close
+            and f"images {_numbers(too_close)}: no two valid points more than "
+            f"{MIN_SEPARATION:g} px apart whose depths differ by more than {MIN_DEPTH_DIFF:g} m",
+        )
+        if text
+    )
+    if len(empty) == len(pairs):
+        error = NyuFolderError if isinstance(mat, NyuFolder) else NyuMatError
+        raise error(f"{mat.path}: none of the {len(pairs)} images read yields a point pair ({why})")
+    warnings.warn(
+        f"{mat.path}: {len(empty)} of {len(pairs)} images yield no point pair and give no "
+        f"case ({why})",
+        NyuDataWarning,
+        stacklevel=2,
+    )
+
+
 def marked_name(image_idx: int, pair_idx: int) -> str:
     """img0000_pair0.jpg, as the source names its marked images."""
     return f"img{image_idx:04d}_pair{pair_idx}.jpg"
@@ -155,14 +202,15 @@ class NyuDistanceEvaluation(Evaluation):
         if settings.compat == "source":  # the first N images, the original's sampler
             us, vs = source_cell_centres(WIDTH, HEIGHT)
             images = list(range(min(settings.source_images, len(mat))))
-            pairs = {i: sample_pairs_source(mat.depth_at(i, us, vs), us, vs, k) for i in images}
+            grids = {i: mat.depth_at(i, us, vs) for i in images}
+            pairs = {i: sample_pairs_source(grids[i], us, vs, k) for i in images}
         else:
             us, vs = grid()
             images = linspace_subset(list(range(len(mat))), run.samples)
-            pairs = {
-                i: sample_pairs(mat.depth_at(i, us, vs), us, vs, k, pair_rng(run.seed, i))
-                for i in images
-            }
+            grids = {i: mat.depth_at(i, us, vs) for i in images}
+            pairs = {i: sample_pairs(grids[i], us, vs, k, pair_rng(run.seed, i)) for i in images}
+        if k > 0:
+            check_pairs(mat, grids, pairs)
         return cls(mat, pairs, settings.compat)
 
     def cases(self) -> list[Case]:

@@ -138,11 +138,30 @@ def raw_frame_paths(root: Path) -> list[str]:
     differ from numeric order.
     """
     out: list[str] = []
+    broken: list[str] = []  # frame names that hold no file: named, never dropped (no renumbering)
     for video in sorted(_text_name(p) for p in root.glob("video*") if p.is_dir()):
         for clip in sorted(_text_name(p) for p in (root / video).glob("video*_*") if p.is_dir()):
-            names = sorted(f.name for f in (root / video / clip).iterdir() if f.is_file())
-            out.extend(f"{video}/{clip}/{n}" for n in names if _FRAME_RE.fullmatch(n))
+            folder = root / video / clip
+            names = sorted(f.name for f in folder.iterdir() if _FRAME_RE.fullmatch(f.name))
+            holes = [folder / n for n in names if not (folder / n).is_file()]
+            broken += [f"{path}: {_not_a_file(path)}" for path in holes]
+            out.extend(f"{video}/{clip}/{n}" for n in names)
+    if broken:
+        more = f" (and {len(broken) - 5} more)" if len(broken) > 5 else ""
+        raise CholecSeg8kFileError(
+            f"{root}: {len(broken)} frame name(s) that are no frame file, which would shift the "
+            f"rows after them: {'; '.join(broken[:5])}{more}"
+        )
     return out
+
+
+def _not_a_file(path: Path) -> str:
+    """Why a frame's name holds no regular file (is_file() was False)."""
+    if path.is_dir():  # a folder, or a link to one
+        return "a folder, not a frame image"
+    if path.is_symlink():
+        return "a symbolic link that leads to no file (a loop, or a missing target)"
+    return "not a regular file"
 
 
 def mask_path(frame: str, column: str) -> str:
@@ -382,9 +401,17 @@ class CholecSeg8k:
         return np.asarray(mask)
 
     def image(self, i: int) -> Image.Image:
-        """Row i's frame as an RGB PIL image (854x480 for the real data)."""
+        """Row i's frame as an RGB PIL image (854x480 for the real data). Its watershed mask, where
+        the data has one, is decoded and checked with it (watershed_labels: a readable image of
+        the frame's size, R = G = B): a broken one is a CholecSeg8kFileError naming it."""
         img = self._rows.read("image", self._check_row(i))
+        if self._has("watershed_mask"):
+            self.watershed_labels(i)
         return img if img.mode == "RGB" else img.convert("RGB")
+
+    def _has(self, column: str) -> bool:
+        """Whether the data has `column` (a raw tree has all four)."""
+        return isinstance(self._rows, RawTree) or column in self._rows._views
 
     def frame_size(self, i: int) -> tuple[int, int]:
         """(W, H) px of row i's frame, read from its header (854x480 for the real data)."""
