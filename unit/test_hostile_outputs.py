@@ -91,3 +91,39 @@ def test_usage_table_never_prices_a_negative_count():
     table = usage_table(outs)
     assert table["input_tokens"].tolist() == [1_000_000]
     assert table["cost_usd"].tolist() == [2.5]  # the list price of the one known response
+
+
+# -- the HTML shows at most SHOWN_CHARS of each answer ---------------------------------------------
+
+MEGABYTE_MODEL = """
+def reply(request):
+    target = request.target if isinstance(request.target, str) else ""
+    return target + " " + "x" * (2**20 - len(target) - 1)
+"""
+
+
+def test_html_page_is_not_the_answers_size(run_suite, tmp_path, monkeypatch):
+    """Every answer 1 MiB: the page stays small and says where the whole answer is (before the
+    cap: 23.3 MB for these 11 cases)."""
+    (tmp_path / "megabyte_answers.py").write_text(MEGABYTE_MODEL)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    page = tmp_path / "report.html"
+    result, results = run_suite(
+        "pgt", "-m", "quick", "-k", "r00000-real", "--model=scripted:megabyte_answers:reply",
+        f"--html={page}", "-p", "no:randomly",
+    )  # fmt: skip
+    assert result.ret == 0, result.outlines[-20:]
+    assert page.stat().st_size < 4 * 2**20, page.stat().st_size
+    assert "more characters; the whole answer is in raw_results.jsonl" in page.read_text()
+    raw = (results / "pgt" / "r1" / "raw_results.jsonl").read_text()
+    assert '"raw": "' in raw and "x" * 2**19 in raw  # the whole answer is kept there
+
+
+def test_shown_never_splits_a_surrogate_pair():
+    from fixtures.case_extras import SHOWN_CHARS, shown
+
+    text = "a" * (SHOWN_CHARS - 1) + "\ud83d\ude00" + "b" * 10  # a pair across the limit
+    cut = shown(text)
+    assert "\ud83d" not in cut and cut.startswith("a" * (SHOWN_CHARS - 1) + "\n")
+    assert "12 more characters" in cut
+    assert shown("short") == "short"
