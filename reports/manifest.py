@@ -250,7 +250,7 @@ def data_file_list(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     links followed; names starting with "." skipped), duplicates dropped, in sorted order."""
     files: dict[str, Path] = {}
     missing: list[Path] = []
-    for p in map(Path, paths):
+    for p in map(Path, dict.fromkeys(map(str, paths))):  # 10^6 rows may name 10 images
         p = p.absolute()
         if p.is_dir():
             for folder, dirs, names in os.walk(p, followlinks=True):

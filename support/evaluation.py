@@ -152,13 +152,19 @@ class Evaluation:
         the run's settings and this evaluation's own (from its spec's `configure`)."""
         raise NotImplementedError
 
-    def cases(self) -> list[Case]:
-        """Every case of this run (after --samples), in a stable order."""
+    def cases(self) -> Sequence[Case]:
+        """Every case of this run (after --samples), in a stable order: a list, or a sequence
+        that builds each case when read (the suite keeps only those `-m` selects)."""
         raise NotImplementedError
 
     def is_quick(self, case: Case) -> bool:
         """Whether the case belongs to the fixed `quick` subset."""
         raise NotImplementedError
+
+    def quick_cases(self) -> Sequence[Case]:
+        """The quick subset, in the order of `cases()`: what `-m quick` lists. A quick case may
+        wait only for quick cases. Override it where listing every case is costly (pgt)."""
+        return [c for c in self.cases() if self.is_quick(c)]
 
     def locality(self, case: Case) -> str:
         """Cases with the same locality share expensive inputs (e.g. one decoded image) and go

@@ -23,10 +23,10 @@ import asyncio
 import io
 import json
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -98,6 +98,40 @@ def transcript(responses: list[dict]) -> str:
     )
 
 
+class CaseGrid(Sequence[Case]):
+    """Cases of a PGT run in order (image, then method, then n), each built when read: all
+    images, or those at `positions` (evaluation order)."""
+
+    def __init__(self, ev: PgtEvaluation, positions: Sequence[int] | None = None) -> None:
+        self._ev = ev
+        self._positions = range(len(ev.examples)) if positions is None else positions
+        self._methods = ev.settings.methods()
+        self._ns = list(ev.settings.ns)
+        self._per_image = len(self._methods) * len(self._ns)
+
+    def __len__(self) -> int:
+        return len(self._positions) * self._per_image
+
+    @overload
+    def __getitem__(self, index: int) -> Case: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Case]: ...
+    def __getitem__(self, index: int | slice) -> Case | list[Case]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        image, rest = divmod(index % len(self), self._per_image)
+        (phrase, mode), n = self._methods[rest // len(self._ns)], self._ns[rest % len(self._ns)]
+        return self._ev.case(self._positions[image], phrase, mode, n)
+
+    def __iter__(self) -> Iterator[Case]:
+        for position in self._positions:
+            for phrase, mode in self._methods:
+                for n in self._ns:
+                    yield self._ev.case(position, phrase, mode, n)
+
+
 class PgtEvaluation(Evaluation):
     """Worker side: data, cases, the two stages, scoring. Controller side: support.pgt.summary."""
 
@@ -139,33 +173,39 @@ class PgtEvaluation(Evaluation):
             positions = [i for i in order if i in chosen]
         return cls(dataset, settings, positions, run)
 
-    def cases(self) -> list[Case]:
-        out = []
-        for position, ex in enumerate(self.examples):
-            for phrase, mode in self.settings.methods():
-                for n in self.settings.ns:
-                    method = phrase if mode is None else f"{phrase}-{mode}"
-                    params = {
-                        "row": ex.row,
-                        "image": str(ex.image),
-                        "phrase": phrase,
-                        "mode": mode,
-                        "n": n,
-                        "label": ex.label,
-                        "generator": ex.generator,
-                    }
-                    if self.settings.source:  # the summary reads the profile from the outcomes
-                        params |= {"compat": "source", "order": position}
-                    group = {
-                        "dataset": self.dataset.name,
-                        "phrase": phrase,
-                        "mode": mode or "",
-                        "n": str(n),
-                        "generator": ex.generator,
-                    }
-                    cluster = f"r{ex.row:05d}"  # one image: its cases are resampled together
-                    out.append(Case(f"{ex.id}-{method}-n{n}", self.name, params, group, cluster))
-        return out
+    def cases(self) -> CaseGrid:
+        """Image x (phrase, mode) x n, built when read: a 10^6-row CSV lists 22 M cases, and
+        the suite keeps only those `-m` selects (fixtures.selection)."""
+        return CaseGrid(self)
+
+    def quick_cases(self) -> CaseGrid:
+        quick = [p for p, ex in enumerate(self.examples) if ex.row in self.quick_rows]
+        return CaseGrid(self, quick)
+
+    def case(self, position: int, phrase: str, mode: str | None, n: int) -> Case:
+        """The case of the `position`-th image (evaluation order) with this method and n."""
+        ex = self.examples[position]
+        method = phrase if mode is None else f"{phrase}-{mode}"
+        params = {
+            "row": ex.row,
+            "image": str(ex.image),
+            "phrase": phrase,
+            "mode": mode,
+            "n": n,
+            "label": ex.label,
+            "generator": ex.generator,
+        }
+        if self.settings.source:  # the summary reads the profile from the outcomes
+            params |= {"compat": "source", "order": position}
+        group = {
+            "dataset": self.dataset.name,
+            "phrase": phrase,
+            "mode": mode or "",
+            "n": str(n),
+            "generator": ex.generator,
+        }
+        cluster = f"r{ex.row:05d}"  # one image: its cases are resampled together
+        return Case(f"{ex.id}-{method}-n{n}", self.name, params, group, cluster)
 
     def is_quick(self, case: Case) -> bool:
         return case.params["row"] in self.quick_rows
