@@ -60,7 +60,7 @@ def test_search_files_budget_and_hard_data(run, tmp_path):
             "budget": B,
             "batch_size": K,
             "pool_size": 40,
-            "lambda_explore": lam,
+            "lambda_explore": 0.0 if lam is None else lam,  # random: the first lambda
             "seed": 42,
         }
         rows = doc["results"]
@@ -95,14 +95,16 @@ def test_search_files_budget_and_hard_data(run, tmp_path):
         }
         for k, record in enumerate(records):
             row = rows[doc["stats"]["error_indices"][k]]
-            for field in ("question", "options", "answer", "category"):
+            for field in ("question", "options", "answer"):
                 assert record[field] == row[field], field
             assert record["point"] == f"{k:06d}.npy"
             extra = by_id[row["task_id"]]
+            assert record["category"] == extra["generator_category"]  # what_attribute_
+            assert record["category"].rstrip("_") == row["category"]
             task = {t.key: t for t in pools.candidates(extra["round"])}[extra["task_key"]]
             scene = assemble(task.layout, {n: assets[i] for n, i in task.assignment.items()})
             saved = np.load(hard / "pcd" / record["point"])
-            assert saved.dtype == np.float32 and saved.shape[1] == 6
+            assert saved.dtype == np.float64 and saved.shape[1] == 6
             np.testing.assert_array_equal(saved, scene)
         info = json.loads((hard / "tasks_info.json").read_text())
         assert info["task_plan"] == {"generator_type": "mixed", "num_options": 4, "seed": 42}

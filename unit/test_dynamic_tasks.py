@@ -216,7 +216,7 @@ def test_assemble_by_hand(tmp_path: Path) -> None:
         "relations": [],
     }
     scene = assemble(layout, {"obj_0": read_assets(tmp_path)["c"]})
-    assert scene.shape == (8, 6) and scene.dtype == np.float32
+    assert scene.shape == (8, 6) and scene.dtype == np.float64  # the generator's dtype
     assert np.allclose(scene[4, :3], [2.75, 0.0, -3.0], atol=1e-6)  # corners[4] = (2, 0, 0)
     assert np.allclose(scene[:, :3].min(0), [2.75, 0, -3]) and np.allclose(
         scene[:, :3].max(0), [3.25, 1, -1]

@@ -259,11 +259,13 @@ def _subsample(cloud: np.ndarray, k: int) -> np.ndarray:
 def assemble(
     layout: Mapping, assignment: Mapping[str, Asset], n_points: int | None = None
 ) -> np.ndarray:
-    """The scene as (N, 6) float32: each object's cloud normalised to [-0.5, 0.5]^3 (its own
+    """The scene as (N, 6) float64: each object's cloud normalised to [-0.5, 0.5]^3 (its own
     axis-aligned box, per axis), scaled by size * 2, turned about Y by rotation, moved to position.
 
-    As AnyPoint point_qa_generator/base.py _create_point_cloud_from_layout. n_points=None keeps
-    every point (the original); an int gives each object an equal share of n_points.
+    As AnyPoint point_qa_generator/base.py _create_point_cloud_from_layout (:91-154), float64 as
+    there: its float64 sizes and positions promote the coordinates, and stacking them with the
+    float32 colours promotes those too (values kept exactly). n_points=None keeps every point
+    (the original); an int gives each object an equal share of n_points.
     """
     objects = layout["objects"]
     shares = [None] * len(objects)
@@ -288,5 +290,5 @@ def assemble(
         xyz = xyz * (np.asarray(obj["size"], float) * 2)
         xyz = xyz @ rotation_y(float(obj.get("rotation", 0))).T
         xyz = xyz + np.asarray(obj["position"], float)
-        parts.append(np.hstack([xyz, cloud[:, 3:6]]).astype(np.float32))
-    return np.vstack(parts) if parts else np.zeros((0, 6), np.float32)
+        parts.append(np.hstack([xyz, cloud[:, 3:6].astype(np.float64)]))
+    return np.vstack(parts) if parts else np.zeros((0, 6), np.float64)

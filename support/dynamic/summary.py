@@ -19,6 +19,20 @@ Files, AnyPoint's formats exactly (dynamic_evaluation/evaluator.py `_save`, `_sa
 under `<model>/<search>/`: results.json (config, stats, results rows), and when there are errors
 hard_data/tasks.jsonl, hard_data/tasks_info.json and hard_data/pcd/NNNNNN.npy (the scene of
 hard task NNNNNN = results' error_indices[NNNNNN]). Plus report.md and cumulative_errors.png.
+
+Where AnyPoint's writers disagree with its readers or its own documentation, the files take the
+form its readers accept and its generator writes:
+- `config.lambda_explore` is always a number: AnyPoint's `UtilityCalculator` multiplies by it
+  (dynamic_evaluation/utility.py:59; `None` raises TypeError), and its random baseline records
+  the comparison run's `--lambda-explore` (scripts/eval/compare_eval_strategies.py, `main`'s
+  `common_cfg` into `EvalConfig`, saved by `_save_results` as `cfg.to_dict()`). The random search
+  here records the run's first `--dynamic-lambda` (it does not use it).
+- hard_data/tasks.jsonl's `category` is spelled as the generator's tasks.jsonl spells it,
+  `f"{generator_type}_{distance_type or ''}"` (point_qa_generator/generator.py:249; so
+  `what_attribute_`), the "standard generator format" hard_data promises (dynamic_evaluation/
+  evaluator.py:233, README.md:167-169 of that folder). results.json keeps the evaluator's own
+  spelling without the trailing `_` (evaluator.py:187, 282-291).
+- hard_data/pcd/*.npy are float64 (N, 6), the generator's dtype (scenes.assemble).
 """
 
 from __future__ import annotations
@@ -32,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from support.dynamic.assets import Asset, read_assets
+from support.dynamic.questions import CATEGORIES, evaluator_category
 from support.dynamic.spec import DynamicSettings, asset_folder
 from support.dynamic.task import build_scene
 from support.outputs import (
@@ -48,6 +63,8 @@ KEYS = ("model", "search", "strategy", "lambda", "subset")
 COLUMNS = (*KEYS, "tasks", "errors", "error_rate", "first_error", "errors_vs_random", "n_error")
 KEY_METRICS = ("error_rate",)  # the terminal's brief table (reports/terminal.py)
 NUM_OPTIONS = 4  # tasks_info.json's task_plan.num_options (AnyPoint writes the constant 4)
+# the evaluator's category (no trailing "_") -> the generator's (generator.py:249)
+GENERATOR_CATEGORY = {evaluator_category(c): c for c in CATEGORIES}
 
 
 def scored(outcomes: list[Outcome]) -> list[Outcome]:
@@ -171,7 +188,10 @@ def comparisons(
 
 
 def results_json(tasks: list[Outcome], settings: DynamicSettings, lam: float | None) -> dict:
-    """results.json as AnyPoint's evaluator writes it (`config`, `stats`, `results`)."""
+    """results.json as AnyPoint's evaluator writes it (`config`, `stats`, `results`). lam None
+    (the random search) records the run's first lambda, as AnyPoint's random baseline records
+    its run's (module docstring)."""
+    lam = settings.lambdas[0] if lam is None else lam
     errors = [o.extra["task_id"] for o in tasks if o.status != "correct"]
     rows = [
         {
@@ -192,7 +212,7 @@ def results_json(tasks: list[Outcome], settings: DynamicSettings, lam: float | N
             "budget": settings.budget,
             "batch_size": settings.batch,
             "pool_size": settings.pool,
-            "lambda_explore": lam,  # null for the random baseline: it has none
+            "lambda_explore": float(lam),
             "seed": settings.seed,
         },
         "stats": {
@@ -207,6 +227,15 @@ def results_json(tasks: list[Outcome], settings: DynamicSettings, lam: float | N
 
 def _json_text(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def generator_category(extra: dict) -> str:
+    """A task's category as AnyPoint's generator writes it in tasks.jsonl (`what_attribute_`),
+    from an outcome's extra (outcomes without `generator_category` map the evaluator's name)."""
+    if "generator_category" in extra:
+        return extra["generator_category"]
+    category = extra["category"]
+    return GENERATOR_CATEGORY.get(category, category)
 
 
 def write_hard_data(
@@ -225,7 +254,7 @@ def write_hard_data(
         record = {
             "question_id": i,
             "point": path.name,
-            "category": x["category"],
+            "category": generator_category(x),
             "question": x["question"],
             "options": x["options"],
             "answer": x["answer"],

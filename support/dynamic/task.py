@@ -69,11 +69,18 @@ def scene_key(task: Task) -> str:
 def build_scene(
     layout: Mapping, assignment: Mapping[str, str], assets: Mapping[str, Asset]
 ) -> np.ndarray:
-    """The (N, 6) float32 scene of a task (every point of every object, as AnyPoint saves it)."""
+    """The (N, 6) float64 scene of a task (every point of every object, as AnyPoint saves it)."""
     missing = sorted(set(assignment.values()) - set(assets))
     if missing:
         raise KeyError(f"layout {layout.get('id')!r}: objects {missing} are not in the asset set")
     return assemble(layout, {name: assets[oid] for name, oid in assignment.items()})
+
+
+def drawn(scene: np.ndarray) -> np.ndarray:
+    """The scene as the pictures are drawn: rounded to float32, as scenes were before they
+    became float64 (AnyPoint's dtype, for hard_data), so pictures, and with them the response
+    cache's keys, stay byte-identical."""
+    return scene.astype(np.float32)
 
 
 class _LazyEmbedder:
@@ -205,7 +212,7 @@ class DynamicEvaluation(Evaluation):
 
         def draw(_: str) -> bytes:
             scene = build_scene(task.layout, task.assignment, self.assets)
-            return encode_image(render(scene, IMAGE_SIZE), "PNG")
+            return encode_image(render(drawn(scene), IMAGE_SIZE), "PNG")
 
         return self._images.get(scene_key(task), draw)
 
@@ -284,7 +291,7 @@ class DynamicEvaluation(Evaluation):
         if "layout" not in x:
             return None
         scene = build_scene(x["layout"], x["assignment"], self.assets)
-        image = render(scene, IMAGE_SIZE)
+        image = render(drawn(scene), IMAGE_SIZE)
         told = [
             f"task {x['task_id']} ({x['category']}): {x['question']}",
             f"truth: {x['answer']}   answer: {x['model_answer'] or '(none)'}",
