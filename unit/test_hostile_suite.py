@@ -30,28 +30,7 @@ MODELS = {
     "faulty": "scripted:hostile_answers:faulty",
 }
 TIMEOUT_S = 120  # one evaluation's run, hostile answers included
-KNOWN_HANG_S = 60  # a known hang's run, cut short (its xfail turns red when it ends in time)
 MAX_HTML_BYTES = 50 * 2**20  # generous: answer text in the HTML is being capped (issue 25)
-
-# Known crashes, each strict: the parameter turns red once it is fixed.
-KNOWN = {
-    "pgt": "a 1 MB answer word becomes a tick label of pgt's vocab_lr figure and matplotlib "
-    "measures it for minutes (support/pgt/plot_vocab.py:61 save_figure, run past the timeout)",
-}
-
-
-def _params() -> list:
-    return [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True, reason=KNOWN[name], raises=pytest.Pytester.TimeoutExpired
-            ),
-        )
-        if name in KNOWN
-        else name
-        for name in evaluations.names()
-    ]
 
 
 @pytest.fixture
@@ -83,7 +62,7 @@ def hostile_run(pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path, m
             f"--model={','.join(MODELS.values())}",
             f"--html={tmp_path / 'report.html'}",
             f"--junitxml={tmp_path / 'junit.xml'}",
-            timeout=KNOWN_HANG_S if evaluation in KNOWN else TIMEOUT_S,
+            timeout=TIMEOUT_S,
         )
         lines = log.read_text(encoding="utf-8").split() if log.exists() else []
         return result, tmp_path / "results" / evaluation / "hostile", lines
@@ -100,7 +79,7 @@ def _param_id(case: ET.Element) -> str:
     return name[name.index("[") + 1 : -1] if "[" in name else name
 
 
-@pytest.mark.parametrize("evaluation", _params())
+@pytest.mark.parametrize("evaluation", evaluations.names())
 def test_hostile_answers_and_faults_cost_no_run(hostile_run, tmp_path, evaluation):
     result, out, log = hostile_run(evaluation)
     text = result.stdout.str() + result.stderr.str()

@@ -403,6 +403,25 @@ def test_vocab_segments_follow_each_methods_share_of_documents():
     assert w.loc["glitch", "share:s2"] == 0.5 and w.loc["warped", "documents"] == 10
 
 
+def test_a_one_megabyte_answer_word_is_no_vocabulary_word():
+    """A 1 MB "word" (a hostile answer) is left out: its tick label hung matplotlib's layout
+    for minutes (issue 25)."""
+    huge = "w" * 2**20
+    rows = [
+        {
+            "phrase": "cot",
+            "mode": "prefill",
+            "n": 1,
+            "method": "cot",
+            "label": i % 2 == 1,
+            "text": f"{huge} glitch" if i % 2 else f"{huge} photo",
+        }
+        for i in range(10)
+    ]
+    words = set(vocab_weights(pd.DataFrame(rows))["word"])
+    assert words and max(map(len, words)) <= 40 and "glitch" in words
+
+
 def test_vocab_csv_holds_the_top_words(made):
     csv = next(p for p in made if p.name == "vocab_lr.csv")
     header, first = csv.read_text().splitlines()[:2]

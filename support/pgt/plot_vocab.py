@@ -4,11 +4,13 @@ Documents: every response of the reasoning files (n > 1 gives n documents per im
 reasoning_response as text; label: extracted_prediction == "ai-generated". Unparsable responses
 (extracted_prediction null) have no label and are left out. Features: word presence
 (CountVectorizer, binary, English stop words removed, words in at least 2 documents; 1 when there
-are fewer than MIN_DF_DOCS documents). A logistic regression (L2, C=1) fit on all documents pooled
-over datasets, models and methods; the top_k words by positive coefficient are drawn as horizontal
-bars of that length, split into one segment per method in proportion to the share of that method's
-documents containing the word (shares, not counts, so that an n=5 method's five times more
-documents do not outweigh the others).
+are fewer than MIN_DF_DOCS documents; words of 2 to MAX_WORD_CHARS word characters: sklearn's own
+pattern bounded, since a 1 MB answer is one "word" whose tick label hung matplotlib's layout).
+A logistic regression (L2, C=1) fit on all documents pooled over datasets, models and methods;
+the top_k words by positive coefficient are drawn as horizontal bars of that length, split into
+one segment per method in proportion to the share of that method's documents containing the word
+(shares, not counts, so that an n=5 method's five times more documents do not outweigh the
+others).
 
 A reasoning file's dataset, model, phrase, mode and n come from its folders (the layout in
 plot_data).
@@ -74,6 +76,10 @@ def reasoning_documents(source: Path | Iterable[Path], run: str | None = None) -
     return docs
 
 
+MAX_WORD_CHARS = 40  # longer "words" are left out (no English word comes near)
+WORD_PATTERN = rf"(?u)\b\w{{2,{MAX_WORD_CHARS}}}\b"  # sklearn's default is (?u)\b\w\w+\b
+
+
 def vocab_weights(docs: pd.DataFrame, top_k: int = 20) -> pd.DataFrame:
     """The top_k words by positive coefficient: word, coefficient, documents (containing it), then
     per method `share:<method>` (its documents containing the word) and `segment:<method>` (the
@@ -87,7 +93,9 @@ def vocab_weights(docs: pd.DataFrame, top_k: int = 20) -> pd.DataFrame:
         only = POSITIVE if docs["label"].iloc[0] else f"not {POSITIVE}"
         raise ps.NotEnoughData(f"every parsed prediction is {only}: needs both classes")
     min_df = 2 if len(docs) >= MIN_DF_DOCS else 1
-    vectorizer = CountVectorizer(binary=True, stop_words="english", min_df=min_df)
+    vectorizer = CountVectorizer(
+        binary=True, stop_words="english", min_df=min_df, token_pattern=WORD_PATTERN
+    )
     try:
         x = vectorizer.fit_transform(docs["text"])
     except ValueError as e:  # sklearn: "empty vocabulary; perhaps the documents only contain..."
