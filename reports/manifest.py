@@ -19,6 +19,8 @@ The controller's reporter (reports.plugin) writes one per evaluation at session 
               engine statistics every process hands the reporter)
     times     session start and end (UTC, ISO 8601) and wall seconds
     host      python, platform, CPU count, memory, GPU names (null when none is seen)
+    completion  whether the run finished (`complete`, `interrupted`: stopped by SIGINT) and the
+              cases that finished of those selected: an interrupted run's files are partial
 
 No field can hold a key: every string goes through `redact_text` (URL credentials and sensitive
 query values, then support.backends.api_keys.redact: every key in the environment or given to a
@@ -476,9 +478,13 @@ def write_manifest(
     started: float,
     args: Sequence[str],
     cwd: Path | str,
+    completion: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write out_dir/manifest.json (see the module docstring) and return its path."""
+    """Write out_dir/manifest.json (see the module docstring) and return its path. `completion`
+    (whether the run finished, cases finished of those selected) becomes its "completion"."""
     manifest = build_manifest(evaluation, outcomes, run, engine_stats, started, args, cwd)
+    if completion is not None:
+        manifest["completion"] = dict(completion)
     path = Path(out_dir) / MANIFEST_NAME
     atomic_write_text(path, json.dumps(manifest, indent=2, allow_nan=False) + "\n")
     return path

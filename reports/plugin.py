@@ -15,7 +15,7 @@ import importlib
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +74,10 @@ class ReportPlugin:
         self.started = time.time()  # epoch s, at configure: the manifest's session start
         self.order: list[str] = []  # evaluations in the order their first outcome arrived
         self.failed_summaries: dict[str, str] = {}  # evaluation -> what broke its summary
+        self.unwritten: dict[str, list[str]] = {}  # evaluation -> "file: why" it was not written
+        self.selected = 0  # cases selected (items collected, or one xdist worker's count)
+        self.finished: set[str] = set()  # node ids of the cases that ran to their teardown
+        self.interrupted = False  # the session ended by KeyboardInterrupt (SIGINT)
         self._to_import: list[str] = []  # imported in the background once cases report
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -83,9 +87,17 @@ class ReportPlugin:
         cases = (getattr(item, "callspec", None) for item in session.items)
         found = (c.params.get("case") for c in cases if c is not None)
         names = {case.evaluation for case in found if isinstance(case, Case)}
+        self.selected = len(session.items)
         self._to_import = [*REPORT_MODULES, *(evaluations.spec(n).summary for n in sorted(names))]
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller collects nothing: every worker collects the same cases."""
+        self.selected = max(self.selected, len(ids))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.finished.add(report.nodeid)
         if self._to_import:  # the first case is done: requests are flowing
             modules, self._to_import = self._to_import, []
             threading.Thread(
@@ -102,8 +114,25 @@ class ReportPlugin:
         if stats:
             self.engine_stats[process] = stats
 
+    def completion(self) -> dict[str, Any]:
+        """manifest.json's "completion": whether the run finished, and how many of the selected
+        cases did (an interrupted run's files hold partial results)."""
+        return {
+            "complete": not self.interrupted,
+            "interrupted": self.interrupted,
+            "cases_finished": len(self.finished),
+            "cases_selected": self.selected,
+        }
+
+    def partial_line(self) -> str:
+        """What report.md and the terminal say first about an interrupted run."""
+        return (
+            f"interrupted: partial results ({len(self.finished)} of {self.selected} cases finished)"
+        )
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         for name in self.order:  # every evaluation with an outcome, in arrival order
             outs = sorted(self.outcomes_of(name), key=lambda o: (o.model, o.case_id))
             try:
@@ -115,51 +144,73 @@ class ReportPlugin:
                 self.summaries.pop(name, None)
                 self.headlines.pop(name, None)
         self.gate_messages = failed_gates(self.gates, self.headlines)
-        failed = self.gate_messages or self.failed_summaries
+        failed = self.gate_messages or self.failed_summaries or any(self.unwritten.values())
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _write_files(self, session: pytest.Session, name: str, outs: list[Outcome]) -> None:
-        """An evaluation's files, summary, headline and comparisons."""
+        """An evaluation's files, summary, headline and comparisons. Each file is written on its
+        own: one that cannot be (a full disk) is listed in `unwritten` with the reason, naming
+        the file, and the others are still written; the manifest is attempted regardless."""
         from reports.manifest import write_manifest
+        from support.outputs import write_jsonl
+
+        out_dir = self.run.results_dir / name / self.run.run_id
+        self.files[name] = []
+        self.unwritten[name] = []
+        try:
+            # the raw rows first: whatever fails after them, no computed outcome is lost
+            self._attempt(name, lambda: [write_jsonl(outs, out_dir / "raw_results.jsonl")])
+            self._write_summary_files(name, outs, out_dir)
+        finally:
+            inv = session.config.invocation_params
+            self._attempt(
+                name,
+                lambda: [
+                    write_manifest(
+                        out_dir, name, outs, self.run, self.engine_stats, self.started,
+                        inv.args, inv.dir, completion=self.completion(),
+                    )
+                ],
+            )  # fmt: skip
+
+    def _attempt(self, name: str, write: Callable[[], list[Path]]) -> None:
+        """Run one writer: its files are recorded, or (an OSError, which names the file) the
+        reason they are not."""
+        try:
+            self.files[name] += write()
+        except OSError as exc:
+            self.unwritten[name].append(str(exc))
+
+    def _write_summary_files(self, name: str, outs: list[Outcome], out_dir: Path) -> None:
+        """summary.csv, usage.csv, calls.csv, the evaluation's own files, comparisons.csv."""
         from support.contrasts import evaluation_comparisons, report_section
-        from support.outputs import (
-            atomic_write_text,
-            calls_table,
-            usage_table,
-            write_csv,
-            write_jsonl,
-        )
+        from support.outputs import atomic_write_text, calls_table, usage_table, write_csv
 
         run = self.run
-        out_dir = run.results_dir / name / run.run_id
-        # the raw rows first: whatever fails after them, no computed outcome is lost
-        self.files[name] = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
         module = evaluations.spec(name).summary_module()
         summary = module.summarize(outs, n_resamples=run.bootstrap, seed=run.seed)
         self.summaries[name] = summary
         self.headlines[name] = module.headline(summary)
         self.usage[name] = usage_table(outs)
-        self.files[name] += [
-            write_csv(summary, out_dir / "summary.csv"),
-            write_csv(self.usage[name], out_dir / "usage.csv"),
-            write_csv(calls_table(outs), out_dir / "calls.csv"),
-            *module.write_outputs(outs, summary, out_dir, run),
-        ]
+        calls = calls_table(outs)
+        self._attempt(name, lambda: [write_csv(summary, out_dir / "summary.csv")])
+        self._attempt(name, lambda: [write_csv(self.usage[name], out_dir / "usage.csv")])
+        self._attempt(name, lambda: [write_csv(calls, out_dir / "calls.csv")])
+        self._attempt(name, lambda: list(module.write_outputs(outs, summary, out_dir, run)))
         compared = evaluation_comparisons(name, module, outs, run.compare, run.bootstrap, run.seed)
+        report = out_dir / "report.md"
+        section = ""
         if compared is not None:
             table, notes = compared
             self.comparisons[name] = table
-            self.files[name].append(write_csv(table, out_dir / "comparisons.csv"))
-            report = out_dir / "report.md"
+            self._attempt(name, lambda: [write_csv(table, out_dir / "comparisons.csv")])
+            section = report_section(table, notes)
+        if section or (self.interrupted and report.is_file()):
             head = report.read_text(encoding="utf-8") if report.is_file() else ""
-            atomic_write_text(report, head + report_section(table, notes))
-        inv = session.config.invocation_params
-        self.files[name].append(
-            write_manifest(
-                out_dir, name, outs, run, self.engine_stats, self.started, inv.args, inv.dir
-            )
-        )
+            if self.interrupted:  # the first line says the numbers are partial
+                head = f"**{self.partial_line()}.**\n\n{head}"
+            self._attempt(name, lambda: atomic_write_text(report, head + section) or [])
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         tr = terminalreporter
@@ -168,6 +219,16 @@ class ReportPlugin:
                 self._terminal_tables(tr)
             else:
                 self._terminal_brief(tr)
+        if self.interrupted and self.order:
+            tr.write_line(
+                f"vlmbench: {self.partial_line()}; the result files say so "
+                "(report.md, manifest.json completion)",
+                red=True,
+                bold=True,
+            )
+        for name, reasons in self.unwritten.items():
+            for why in reasons:
+                tr.write_line(f"vlmbench: {name}: NOT WRITTEN: {why}", red=True, bold=True)
         for name, what in self.failed_summaries.items():
             folder = self.run.results_dir / name / self.run.run_id
             tr.write_line(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -20,17 +21,32 @@ from support.types import Outcome
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write via `write(file)` into a temp file beside path, then rename it over path: a reader
-    (or a run killed midway) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    (or a run killed midway) never sees half a file. An OSError (a full disk, a file too large,
+    no permission) is raised again naming `path`, not the temp file or nothing."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from exc
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
         os.chmod(tmp, 0o644)  # mkstemp makes it private
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):  # on a broken disk the clean-up can fail too
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _naming(exc, path) from exc
         raise
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """`exc` as the same kind of OSError whose message names `path` (`[Errno 28] No space left
+    on device: 'results/.../report.md'`)."""
+    if exc.errno is None:
+        return OSError(f"{exc}: {path}")
+    return type(exc)(exc.errno, exc.strerror or os.strerror(exc.errno), str(path))
 
 
 def build_once(target: Path, build: Callable[[Path], object], timeout_s: float = 600) -> Path:

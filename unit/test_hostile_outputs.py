@@ -3,8 +3,17 @@ and a run stopped by SIGINT (issue 25, items 8-10)."""
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
 import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +136,103 @@ def test_shown_never_splits_a_surrogate_pair():
     assert "\ud83d" not in cut and cut.startswith("a" * (SHOWN_CHARS - 1) + "\n")
     assert "12 more characters" in cut
     assert shown("short") == "short"
+
+
+# -- a results disk that fails, a run stopped by SIGINT --------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+# a real fault: files of this process cannot grow past FSIZE_LIMIT bytes (EFBIG, SIGXFSZ ignored)
+FSIZE_LIMIT = 2**20
+LIMITED = (
+    "import resource, signal, sys, pytest; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+    f"resource.setrlimit(resource.RLIMIT_FSIZE, ({FSIZE_LIMIT}, {FSIZE_LIMIT})); "
+    "sys.exit(pytest.main(sys.argv[1:]))"
+)
+ANSWERS = '''
+import os, time
+
+def reply(request):
+    """The target (a perfect model), padded to ANSWER_CHARS, after ANSWER_S seconds."""
+    target = request.target if isinstance(request.target, str) else ""
+    time.sleep(float(os.environ.get("ANSWER_S", "0")))
+    return target + " " * int(os.environ.get("ANSWER_CHARS", "0"))
+'''
+
+
+def suite_argv(tmp_path: Path, shared_cache: Path, *args: str) -> list[str]:
+    """`pytest evals/pgt` on the synthetic sample with a scripted model, no response cache."""
+    (tmp_path / "answers.py").write_text(ANSWERS)
+    link = tmp_path / "cache" / "synthetic"
+    if not link.exists():
+        (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    return [
+        str(REPO / "evals" / "pgt"), f"--rootdir={REPO}", f"--cache-dir={tmp_path / 'cache'}",
+        f"--results-dir={tmp_path / 'results'}", "--run-id=r1", "--bootstrap=50", "--no-cache",
+        "--model=scripted:answers:reply", "-p", "no:cacheprovider", "-p", "no:randomly", *args,
+    ]  # fmt: skip
+
+
+def suite_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tmp_path), **extra}
+
+
+def test_a_full_results_disk_names_the_file_and_loses_no_other(tmp_path, shared_cache):
+    """raw_results.jsonl (11 answers of 128 KiB) cannot be written: the run says so naming it,
+    exits non-zero, and writes every other file, manifest.json included."""
+    argv = suite_argv(tmp_path, shared_cache, "-m", "quick", "-k", "r00000-real", "-n", "0")
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, *argv],
+        cwd=tmp_path, env=suite_env(tmp_path, ANSWER_CHARS=str(2**17)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    folder = tmp_path / "results" / "pgt" / "r1"
+    assert done.returncode == 1, out[-3000:]
+    assert (
+        f"NOT WRITTEN: [Errno {errno.EFBIG}] File too large: '{folder / 'raw_results.jsonl'}'"
+        in out
+    )
+    assert not (folder / "raw_results.jsonl").exists()
+    assert not list(folder.glob(".*.tmp"))  # no temp file left behind
+    for name in ("summary.csv", "usage.csv", "calls.csv", "report.md", "manifest.json"):
+        assert (folder / name).is_file(), name
+    assert json.loads((folder / "manifest.json").read_text())["completion"]["complete"] is True
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_sigint_marks_the_results_partial(tmp_path, shared_cache, workers):
+    """SIGINT once 3 cases have passed: the files are written, and report.md, manifest.json and
+    the terminal say they are partial (N of M cases)."""
+    argv = suite_argv(tmp_path, shared_cache, "-m", "quick", "-n", workers, "-v")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *argv],
+        cwd=tmp_path, env=suite_env(tmp_path, ANSWER_S="0.5"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 240  # s
+        while sum("PASSED" in line for line in list(lines)) < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)[-3000:]
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    out = "".join(lines)
+    folder = tmp_path / "results" / "pgt" / "r1"
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
+    completion = json.loads((folder / "manifest.json").read_text())["completion"]
+    assert completion["complete"] is False and completion["interrupted"] is True
+    n, m = completion["cases_finished"], completion["cases_selected"]
+    assert 0 < n < m == 66, completion
+    line = f"interrupted: partial results ({n} of {m} cases finished)"
+    assert (folder / "report.md").read_text().startswith(f"**{line}.**"), line
+    assert f"vlmbench: {line}" in out

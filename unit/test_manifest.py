@@ -37,6 +37,7 @@ SECTIONS = {
     "models",
     "times",
     "host",
+    "completion",
 }
 
 
