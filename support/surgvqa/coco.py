@@ -19,6 +19,8 @@ ground truth fails an assert, so it is a ValueError naming the image id here; a 
 counts as a hit (NaN IoU passes the `<` test), so non-finite numbers are a ValueError; without
 any ground-truth box pycocotools reports -1, which becomes NaN. Annotation ids start at 1:
 pycocotools stores the matched truth's id as the match flag, so a truth with id 0 never counts.
+`official_inputs` rebuilds one video's inputs the way the official category-1 evaluator does
+(`--compat source`: truth frames only, ids from 0, score 0.5).
 
 Time. COCOeval keeps only the MAX_DETS highest-scoring detections of each image and category (a
 stable mergesort by score, then a cut), so the results are cut the same way before pycocotools
@@ -64,6 +66,9 @@ STAT_NAMES = (
 SCORE_STEP = 0.01  # score lost per rank in an answer
 SCORE_FLOOR = 0.01  # the lowest score (rank 99 and later)
 MAX_DETS = 100  # detections per image and category COCOeval ever looks at (params.maxDets[-1])
+# the official category-1 evaluator's score for a box without "probability" (a VLM gives none):
+# rgnespolo-intusurg/surgvu24-category-1-eval, gc_to_coco.py:86-89
+OFFICIAL_SCORE = 0.5
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,31 @@ def detections(image_id: int, boxes: Sequence[Box]) -> list[dict]:
             }
         )
     return out
+
+
+def official_inputs(gt: dict, results: Sequence[Mapping[str, Any]]) -> tuple[dict, list[dict]]:
+    """One video's ground truth and results as the official category-1 evaluator scores them
+    (`--compat source`; rgnespolo-intusurg/surgvu24-category-1-eval):
+
+    - only frames with a true box count: `adjust_pred_gc_json` keeps the predictions on the
+      frames its ground-truth file has a box on and drops the rest (evaluation.py:206-230), and
+      the converter lists only those frames as images (gc_to_coco.py:111-119), so a box on a frame
+      without truth is never a false positive;
+    - truth annotation ids from 0, in the file's box order (gc_to_coco.py:114), here frame order
+      then box order: pycocotools flags a match by the truth's id, so the detection that matches
+      the id-0 box counts as a false positive and that box is never recalled;
+    - every detection scores OFFICIAL_SCORE (gc_to_coco.py:86-89), ties kept in frame order then
+      answer order (pycocotools' stable sorts), as a submission lists its boxes.
+    """
+    boxed = {a["image_id"] for a in gt["annotations"]}
+    ordered = sorted(gt["annotations"], key=lambda a: (a["image_id"], a["id"]))
+    out_gt = dict(
+        gt,
+        images=[img for img in gt["images"] if img["id"] in boxed],
+        annotations=[a | {"id": n} for n, a in enumerate(ordered)],
+    )
+    kept = [dict(r, score=OFFICIAL_SCORE) for r in results if r.get("image_id") in boxed]
+    return out_gt, kept
 
 
 def top_detections(results: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -20,6 +20,7 @@ class SurgvqaSettings:
     root: str | None = None  # extracted SurgVU data; None: the synthetic sample
     frames: int = VQA_FRAMES  # per VQA question, evenly spaced over the clip
     box_frame: str = "model"  # how answers' box numbers are read; "model": by the model's name
+    source: bool = False  # --compat source: map_video_mean as the official category-1 evaluator
 
 
 def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
@@ -34,8 +35,9 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     box_frame = values.get("surgvqa_box_frame") or "model"
     if box_frame not in BOX_FRAMES:
         raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
-    # no `compat`: both profiles score as the challenge's evaluator (README, surgvqa)
-    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame)
+    # `compat` changes only map_video_mean (support.surgvqa.coco.official_inputs; README)
+    source = run.compat == "source"
+    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame, source=source)
 
 
 def data_files(settings: SurgvqaSettings, run: RunSettings) -> list[Path]:

@@ -10,8 +10,12 @@ Tool detection, per model, over the frames scored (errors left out, counted):
 
     map, ap50, ap75   COCO bbox AP@[.5:.05:.95], AP@.5, AP@.75 of all frames pooled
                       (pycocotools COCOeval, area all, 100 detections per image)
-    map_video_mean    COCOeval run per video, AP@[.5:.95] averaged over videos: the challenge's
-                      leaderboard number (its evaluator scores each test video alone)
+    map_video_mean    COCOeval run per video, AP@[.5:.95] averaged over videos (the challenge's
+                      evaluator scores each test video alone). Writeup profile: vlmbench's AP
+                      (boxes on frames without truth are false positives, ids from 1, rank
+                      scores); `--compat source`: the leaderboard's number exactly
+                      (support.surgvqa.coco.official_inputs: truth frames only, ids from 0,
+                      score 0.5)
     precision50, recall50, f1_50
                       pycocotools' matches at IoU 0.5 counted over frames: free of the ranking
                       that a VLM's missing confidences make arbitrary
@@ -38,7 +42,13 @@ from support.metrics import safe_ratio, summarize_groups
 from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
 from support.settings import RunSettings
 from support.surgvqa.bleu import metrics_json
-from support.surgvqa.coco import detections, evaluate, ground_truth, map_bootstrap
+from support.surgvqa.coco import (
+    detections,
+    evaluate,
+    ground_truth,
+    map_bootstrap,
+    official_inputs,
+)
 from support.surgvqa.task import frame_truth, xywh_boxes
 from support.surgvqa.tools import TOOL_CLASSES
 from support.types import Outcome
@@ -128,8 +138,19 @@ def coco_files(scored: list[Outcome]) -> tuple[dict, list[dict], dict[int, str]]
     return ground_truth(truths), results, cluster_of
 
 
-def video_mean_map(gt: dict, results: list[dict], cluster_of: dict[int, str]) -> float:
-    """The challenge's number: COCOeval on each video alone, AP@[.5:.95] averaged over videos."""
+def is_source(outcomes: list[Outcome]) -> bool:
+    """Whether the outcomes come from a `--compat source` run (their params say so)."""
+    return any(o.params.get("compat") == "source" for o in outcomes)
+
+
+def video_mean_map(
+    gt: dict, results: list[dict], cluster_of: dict[int, str], source: bool = False
+) -> float:
+    """The challenge's number: COCOeval on each video alone, AP@[.5:.95] averaged over videos.
+
+    source: each video's inputs as the official evaluator builds them (coco.official_inputs);
+    else vlmbench's (every frame, ids from 1, rank scores). A video without truth is left out;
+    one without a predicted box scores 0 (the official evaluator stops with an IndexError)."""
     by_video: dict[str, list[int]] = defaultdict(list)
     for image_id, video in cluster_of.items():
         by_video[video].append(image_id)
@@ -141,7 +162,10 @@ def video_mean_map(gt: dict, results: list[dict], cluster_of: dict[int, str]) ->
             images=[i for i in gt["images"] if i["id"] in keep],
             annotations=[a for a in gt["annotations"] if a["image_id"] in keep],
         )
-        values.append(evaluate(sub, [r for r in results if r["image_id"] in keep]).stats["AP"])
+        sub_results = [r for r in results if r["image_id"] in keep]
+        if source:
+            sub, sub_results = official_inputs(sub, sub_results)
+        values.append(evaluate(sub, sub_results).stats["AP"])
     finite = [v for v in values if np.isfinite(v)]
     return float(np.mean(finite)) if finite else np.nan
 
@@ -156,7 +180,7 @@ def tool_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict
             scores = evaluate(gt, results)
             for name, e in map_bootstrap(gt, results, cluster_of, n_resamples, seed).items():
                 row |= {name: e.value, f"{name}_lo": e.low, f"{name}_hi": e.high}
-            row["map_video_mean"] = video_mean_map(gt, results, cluster_of)
+            row["map_video_mean"] = video_mean_map(gt, results, cluster_of, is_source(g.scored))
             for cls in TOOL_CLASSES:
                 ap, ap50 = scores.per_class_ap[cls], scores.per_class_ap50[cls]
                 if np.isfinite(ap):
