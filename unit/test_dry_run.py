@@ -1,0 +1,135 @@
+"""`--dry-run` through the vendors' SDKs against the loopback server: it sends nothing, stores
+nothing, and counts exactly the requests the real run then sends; its token estimate against the
+usage the loopback server reports (synthetic usage: len(text) // 4 + 85 per image, not a
+provider's tokenizer, so the 10%-of-real-usage check needs a real provider)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from support.backends import tokens
+from support.backends.prices import batch_cost_usd, cost_usd
+from support.loopback import LoopbackServer, ScriptRequest
+from support.types import Usage
+
+pytest.importorskip("openai")
+pytest.importorskip("anthropic")
+pytest.importorskip("google.genai")
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "sk-loopback-SECRET-d2c81f07aa"
+PROVIDERS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+
+
+def script(request: ScriptRequest) -> str:
+    return '{"name": "Liver", "present": 0, "point_canvas": null}'
+
+
+def run(provider: str, url: str, data: Path, tmp: Path, run_id: str, *extra: str):
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env[PROVIDERS[provider]] = KEY
+    args = [
+        str(REPO / "evals" / "pointing"),
+        f"--rootdir={REPO}",
+        f"--model={provider}:loop-model",
+        f"--api-base={url}",
+        f"--cholecseg8k={data}",
+        f"--cache-dir={tmp / 'cache'}",
+        f"--results-dir={tmp / 'results'}",
+        f"--run-id={run_id}",
+        "--bootstrap=0",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "quick",
+        "-k",
+        "zero_shot",
+        *extra,
+    ]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def stored_responses(tmp: Path) -> int:
+    path = tmp / "cache" / "responses.sqlite"
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
+    provider, synthetic_cholecseg8k, tmp_path
+):
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as server:
+        dry = run(provider, server.url, synthetic_cholecseg8k, tmp_path, "dry", "--dry-run")
+        assert dry.returncode == 0, dry.stdout[-3000:]
+        assert server.stats.attempts == 0  # nothing reached the server
+        assert stored_responses(tmp_path) == 0  # nothing cached
+        folder = tmp_path / "results" / "pointing" / "dry"
+        assert sorted(p.name for p in folder.iterdir()) == ["dry_run.csv"]  # no results
+        estimate = pd.read_csv(folder / "dry_run.csv").iloc[0]
+        assert "dry run: requests to send" in dry.stdout and KEY not in dry.stdout
+
+        real = run(provider, server.url, synthetic_cholecseg8k, tmp_path, "real")
+        assert real.returncode == 0, real.stdout[-3000:]
+        sent = server.stats.attempts
+        assert estimate["requests_to_send"] == sent == server.stats.answered > 0
+        assert estimate["cached"] == 0
+
+        again = run(provider, server.url, synthetic_cholecseg8k, tmp_path, "again", "--dry-run")
+        assert again.returncode == 0, again.stdout[-3000:]
+        assert server.stats.attempts == sent
+    rerun = pd.read_csv(tmp_path / "results" / "pointing" / "again" / "dry_run.csv").iloc[0]
+    assert rerun["requests_to_send"] == 0 and rerun["cached"] == sent
+    assert rerun["input_tokens"] == 0
+
+    raw = tmp_path / "results" / "pointing" / "real" / "raw_results.jsonl"
+    usage = [json.loads(line)["usage"] for line in raw.read_text().splitlines()]
+    reported = sum(u["input_tokens"] for u in usage)
+    # the loopback server counts 85 tokens an image and floor(chars / 4) of the joined user
+    # text; every provider's image rule gives an image at least 85 tokens, and the estimate
+    # counts the system prompt too: never below the synthetic count
+    assert estimate["input_tokens"] >= reported > 0
+    assert estimate["max_output_tokens"] >= sum(u["output_tokens"] for u in usage)
+    assert str(estimate["text_counted_by"]) == tokens.text_method(provider)
+
+
+def test_image_rules_match_the_providers_published_examples():
+    # OpenAI's guide: 1024x1024 high detail -> 768x768, 4 tiles: 85 + 4*170 = 765 tokens;
+    # 2048x4096 -> 1024x2048 -> 768x1536, 6 tiles: 1105 tokens
+    assert tokens.openai_image_tokens(1024, 1024) == 765
+    assert tokens.openai_image_tokens(2048, 4096) == 1105
+    # Anthropic's table: 1092x1092 (1.19 megapixels) is about 1590 tokens
+    assert tokens.anthropic_image_tokens(1092, 1092) == 1590
+    assert tokens.anthropic_image_tokens(3000, 3000) == tokens.anthropic_image_tokens(1568, 1568)
+    # Gemini: within 384x384 one 258-token image, else 258 a 768x768 tile
+    assert tokens.gemini_image_tokens(384, 384) == 258
+    assert tokens.gemini_image_tokens(1000, 700) == 2 * 258
+
+
+def test_batch_price_is_half_the_list_price():
+    usage = Usage(1_000_000, 1_000_000)
+    assert cost_usd("gpt-4o", usage) == 12.5
+    assert batch_cost_usd("openai", "gpt-4o", usage) == 6.25
+    assert batch_cost_usd("anthropic", "claude-sonnet-4-20250514", usage) == 9.0
+    assert batch_cost_usd("google", "gemini-2.0-flash", usage) == pytest.approx(0.25)
+    assert batch_cost_usd("openai", "no-such-model", usage) is None
