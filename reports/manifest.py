@@ -383,6 +383,12 @@ def models_section(
             "sent": sum(int(s.get("sent") or 0) for _, s in stats),
             "cache_hits": sum(int(s.get("cache_hits") or 0) for _, s in stats),
             "processes": len({p for p, _ in stats}),
+            # --concurrency auto: 429s seen (SDK retries included), the most in flight it allowed
+            "rate_limited": sum(int(s.get("rate_limited") or 0) for _, s in stats),
+            "concurrency_reached": max(
+                (int(s["concurrency_reached"]) for _, s in stats if s.get("concurrency_reached")),
+                default=None,
+            ),
             "outcomes": {
                 "n": len(mine),
                 "sent": sum(o.backend_calls for o in mine),

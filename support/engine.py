@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from support.backends.api_keys import redact
 from support.backends.base import Backend, BackendError
 from support.cache import ResponseCache, cache_key
+from support.concurrency import AUTO, AdaptiveSemaphore, Aimd, AimdSettings
 from support.types import Request, Response, canonical_json
 
 T = TypeVar("T")
@@ -168,20 +169,36 @@ class ModelClient:
 
     Order: cache -> (batcher | semaphore) -> backend -> cache write. Errors propagate as
     `BackendError` and are never cached.
+
+    `concurrency` is a fixed number of requests in flight, or "auto": an AIMD controller
+    (support/concurrency.py) sets it from the 429s the backend reports (`rate_limit_listeners`,
+    which API backends feed from their HTTP client's response hook) and the latency of answers.
     """
 
     def __init__(
         self,
         backend: Backend,
         cache: ResponseCache | None,
-        concurrency: int,
+        concurrency: int | str,
         max_batch: int | None = None,
+        aimd: AimdSettings | None = None,
     ) -> None:
         self.backend = backend
         self.name = backend.name
         self.cache = cache
-        self.concurrency = max(1, concurrency)
-        self._sem: asyncio.Semaphore | None = None
+        self.aimd: Aimd | None = None
+        self.rate_limited = 0  # 429s the backend saw (its SDK's retries included)
+        listeners = getattr(backend, "rate_limit_listeners", None)
+        if listeners is not None:
+            listeners.append(self._on_rate_limited)
+        if concurrency == AUTO and listeners is None:  # no 429s to adapt to: a fixed limit
+            default = backend.default_concurrency
+            concurrency = default if isinstance(default, int) else AimdSettings().start
+        if concurrency == AUTO:
+            self.aimd = Aimd(aimd or AimdSettings())
+            concurrency = self.aimd.settings.maximum  # the most it may reach (the window)
+        self.concurrency = max(1, int(concurrency))
+        self._sem: asyncio.Semaphore | AdaptiveSemaphore | None = None
         batch = max_batch if max_batch is not None else backend.max_batch
         self.batcher = MicroBatcher(backend.generate_batch, batch) if batch and batch > 1 else None
         # cases evaluating at once: twice what the backend takes at once, so the next requests
@@ -211,6 +228,10 @@ class ModelClient:
             "cache_hits": self.cache_hits,
             "cache_write_errors": self.cache_write_errors,
             "peak_in_flight": self.peak_in_flight,
+            "concurrency": AUTO if self.aimd is not None else self.concurrency,
+            "concurrency_reached": self.aimd.peak if self.aimd is not None else None,
+            "concurrency_cuts": self.aimd.cuts if self.aimd is not None else None,
+            "rate_limited": self.rate_limited,
             "batches": len(sizes),
             "mean_batch": round(sum(sizes) / len(sizes), 2) if sizes else None,
             "max_batch": max(sizes, default=None),
@@ -259,10 +280,7 @@ class ModelClient:
             if self.batcher is not None:
                 response = await self._counted(self.batcher.submit(request))
             else:
-                if self._sem is None:
-                    self._sem = asyncio.Semaphore(self.concurrency)
-                async with self._sem:
-                    response = await self._counted(self.backend.generate(request))
+                response = await self._limited(request)
         except BackendError:
             raise
         except Exception as exc:  # a backend bug or an SDK error the backend did not wrap
@@ -290,6 +308,29 @@ class ModelClient:
                 )
                 log.warning(message)
                 warnings.warn(message, CacheWriteWarning, stacklevel=2)
+
+    async def _limited(self, request: Request) -> Response:
+        """The backend's call inside the concurrency limit; an answer feeds the controller."""
+        if self._sem is None:
+            self._sem = (
+                AdaptiveSemaphore(self.aimd)
+                if self.aimd is not None
+                else asyncio.Semaphore(self.concurrency)
+            )
+        async with self._sem:
+            start = time.perf_counter()
+            response = await self._counted(self.backend.generate(request))
+            if self.aimd is not None:  # in flight at its return, itself included
+                self.aimd.on_success(time.perf_counter() - start, self.in_flight + 1)
+        return response
+
+    def _on_rate_limited(self, retry_after_s: float | None) -> None:
+        """A 429 reached the backend's HTTP client (on the engine's loop)."""
+        self.rate_limited += 1
+        if self.aimd is not None:
+            self.aimd.on_rate_limited(retry_after_s)
+            if isinstance(self._sem, AdaptiveSemaphore):
+                self._sem.changed()
 
     async def _counted(self, call: Awaitable[Response]) -> Response:
         self.sent += 1

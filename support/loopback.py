@@ -8,7 +8,10 @@ Answers come from a script (`ScriptRequest -> str`), which sees every protocol's
 normalized form, so one script serves all three SDKs. Faults are injected on demand: a seeded share
 of distinct request bodies fails its first `attempts` attempts with a 429 (short Retry-After), a
 500, a response slower than the client's timeout, a malformed 200 body, or a dropped connection;
-the retry that follows succeeds. The server listens on 127.0.0.1 only and stops by itself after
+the retry that follows succeeds. A rate limit (`rate_limit=RateLimit(per_s, burst)`, `--rate-limit`)
+is a token bucket over all model routes: a request that finds it empty is answered 429 at once,
+with `retry-after` (seconds) and `retry-after-ms` saying when the next token comes, and counted in
+the stats' `rate_limited`. The server listens on 127.0.0.1 only and stops by itself after
 `lifetime_s`. For tests and benchmarks; `python -m support.loopback --help` runs one standalone.
 
 For benchmarks run against a server in another process: `GET /_loopback/stats` returns the stats as
@@ -67,6 +70,39 @@ class Faults:
     slow_s: float = 2.0  # delay of a "slow" response: set it past the client's timeout
 
 
+@dataclass(frozen=True)
+class RateLimit:
+    """A token bucket: `per_s` requests a second on average, `burst` at once."""
+
+    per_s: float
+    burst: int = 1
+
+
+class TokenBucket:
+    """`take()` a token of `limit` (thread-safe): 0.0 when granted, else the seconds until the
+    next token. Small enough to keep here: the maintained libraries (aiolimiter, limits) are
+    asyncio-only or bring storage back ends a threaded test server does not need."""
+
+    def __init__(self, limit: RateLimit, clock: Callable[[], float] = time.monotonic) -> None:
+        if not (limit.per_s > 0 and limit.burst >= 1):
+            raise ValueError(f"rate limit {limit}: expected per_s > 0 and burst >= 1")
+        self.limit = limit
+        self.clock = clock
+        self.tokens = float(limit.burst)
+        self.at = clock()
+        self.lock = threading.Lock()
+
+    def take(self) -> float:
+        with self.lock:
+            now = self.clock()
+            self.tokens = min(self.limit.burst, self.tokens + (now - self.at) * self.limit.per_s)
+            self.at = now
+            if self.tokens >= 1.0:
+                self.tokens -= 1.0
+                return 0.0
+            return (1.0 - self.tokens) / self.limit.per_s
+
+
 @dataclass
 class ServerStats:
     """What the server saw (thread-safe through the server's lock)."""
@@ -82,6 +118,7 @@ class ServerStats:
     last_response_at: float | None = None  # the last response was written (any status)
     in_flight: int = 0  # requests being handled now
     peak_in_flight: int = 0
+    rate_limited: int = 0  # 429s of the rate limit (not the injected faults)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -104,8 +141,10 @@ class LoopbackServer:
         faults: Faults | None = None,
         lifetime_s: float = 300.0,
         record_dir: Path | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self.script = script
+        self.bucket = TokenBucket(rate_limit) if rate_limit is not None else None
         self.api_key = api_key
         self.latency_s = latency_s
         self.faults = faults or Faults()
@@ -188,6 +227,7 @@ class LoopbackServer:
                 "last_response_at": st.last_response_at,
                 "in_flight": st.in_flight,
                 "peak_in_flight": st.peak_in_flight,
+                "rate_limited": st.rate_limited,
             }
         times = os.times()  # the whole server process, all threads
         data["cpu_s"] = times.user + times.system
@@ -357,6 +397,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized(protocol):
             return self._json(401, {"error": {"message": "invalid api key"}})
         owner = self.owner
+        wait = owner.bucket.take() if owner.bucket is not None else 0.0
+        if wait > 0.0:  # over the rate: answered at once, the body neither recorded nor counted
+            with owner.lock:
+                owner.stats.attempts += 1
+                owner.stats.rate_limited += 1
+            ms = max(1, round(wait * 1000))
+            headers = {"Retry-After": f"{ms / 1000:g}", "retry-after-ms": str(ms)}
+            return self._json(429, {"error": {"message": "rate limited"}}, headers)
         digest = hashlib.sha256(raw).hexdigest()
         owner.record(digest, raw)
         fault = owner.fault_for(digest)
@@ -447,6 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--api-key", required=True)
     ap.add_argument("--latency", type=float, default=0.0, help="seconds per response")
     ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument(
+        "--rate-limit", type=float, default=None, metavar="PER_S",
+        help="answer 429 (with retry-after) past this many requests a second",
+    )  # fmt: skip
+    ap.add_argument("--burst", type=int, default=1, help="requests the rate limit lets at once")
     ap.add_argument("--lifetime", type=float, default=600.0, help="seconds before it stops")
     ap.add_argument(
         "--record", type=Path, default=None, metavar="DIR",
@@ -460,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         faults=Faults(rate=args.fault_rate),
         lifetime_s=args.lifetime,
         record_dir=args.record,
+        rate_limit=RateLimit(args.rate_limit, args.burst) if args.rate_limit else None,
     ).start()
     print(server.url, flush=True)
     try:

@@ -24,7 +24,7 @@ class RunSettings:
     use_cache: bool = True
     results_dir: Path = Path("results")
     run_id: str = ""
-    concurrency: int | None = None  # None: each backend's default
+    concurrency: int | str | None = None  # N, "auto" (adaptive) or None: each backend's default
     bootstrap: int = 1000  # bootstrap resamples per interval (0: no intervals)
     override: bool = False  # re-run cases whose results exist (evaluations that keep them)
     compat: Compat = "writeup"  # which profile: the write-ups' rules or the original scripts'

@@ -393,7 +393,7 @@ def test_registry_resolves(monkeypatch, name, cls, model_id, provider):
         "endpoint": endpoint[provider],
     }
     assert (backend.timeout_s, backend.max_retries) == (7.5, 2)
-    assert backend.default_concurrency == 8 and backend.reads_hints is False
+    assert backend.default_concurrency == "auto" and backend.reads_hints is False
     assert KEY not in repr(backend) and KEY not in str(backend)
 
 
@@ -405,7 +405,7 @@ def test_openai_compatible(monkeypatch):
     )
     assert backend.prefill_mode == "native"
     assert backend.default_concurrency == 128  # a self-hosted server's batch kept full
-    assert type(backend).default_concurrency == 8  # OpenAI's own API keeps the paid default
+    assert type(backend).default_concurrency == "auto"  # OpenAI's own API adapts to its 429s
     assert backend.identity == {
         "provider": "openai-compatible",
         "model": "Qwen/Qwen2.5-VL-7B",

@@ -103,7 +103,8 @@ class AnthropicBackend(ApiBackend):
                 # large non-streaming max_tokens
                 timeout=self.timeout_s,
                 max_retries=self.max_retries,
-                http_client=self._http_client,
+                # the SDK's own defaults (limits, timeouts), plus the 429 hook
+                http_client=self.observed(self._http_client or anthropic.DefaultAsyncHttpxClient()),
             )
         return self._client
 

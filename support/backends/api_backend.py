@@ -6,6 +6,10 @@ kind ("chat.completions", "messages", "generateContent"), plus the base URL for
 `openai-compatible:` servers (whose model ids are not globally unique). Never the SDK version: an
 SDK upgrade sends the same requests to the same model, so cached answers stay valid (bump
 support.cache.SCHEMA_VERSION to invalidate deliberately).
+
+Every 429 the SDK's HTTP client receives, its own retries included, is told to
+`rate_limit_listeners` (the model client's adaptive concurrency) through an httpx response hook
+(`observed`), with the seconds its `retry-after` asks for.
 """
 
 from __future__ import annotations
@@ -27,13 +31,14 @@ from support.backends.api_keys import (
 )
 from support.backends.base import Backend, BackendError
 from support.backends.redacted_logs import install_log_redaction
+from support.concurrency import retry_after_s
 from support.types import Request, Response, Usage
 
 
 class ApiBackend(Backend):
     """Base of OpenAIChatBackend, AnthropicBackend and GeminiBackend."""
 
-    default_concurrency = 8
+    default_concurrency: int | str = "auto"  # support/concurrency.py: AIMD on 429s
     reads_hints = False
     provider: ClassVar[str] = ""
     endpoint: ClassVar[str] = ""  # the API method called: "chat.completions", "messages", ...
@@ -66,6 +71,8 @@ class ApiBackend(Backend):
         self.client_url, self.client_headers = client_endpoint(name, base_url, api_key)
         self._http_client = http_client
         self._client: Any = None
+        # called with the retry-after seconds (or None) of each 429 the SDK's client receives
+        self.rate_limit_listeners: list[Callable[[float | None], None]] = []
         self.identity = {"provider": self.provider, "model": model_id, "endpoint": self.endpoint}
 
     def __repr__(self) -> str:  # never the key, nor credentials in the URL
@@ -77,6 +84,21 @@ class ApiBackend(Backend):
     def _get_client(self) -> Any:
         """The SDK's client, made on first use (each provider's module)."""
         raise NotImplementedError
+
+    async def _on_response(self, response: Any) -> None:
+        """httpx response hook: a 429 goes to the listeners (headers only; the body unread)."""
+        if response.status_code == 429:
+            wait = retry_after_s(response.headers)
+            for listener in self.rate_limit_listeners:
+                listener(wait)
+
+    def observed(self, client: Any) -> Any:
+        """`client` (an httpx2.AsyncClient) with the 429 hook added to its response hooks."""
+        hooks = client.event_hooks
+        if self._on_response in hooks.get("response", []):  # observed already
+            return client
+        client.event_hooks = {**hooks, "response": [*hooks.get("response", []), self._on_response]}
+        return client
 
     async def start(self) -> None:
         """The SDK imported and its client made before the first request (the openai SDK takes

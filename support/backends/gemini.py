@@ -141,7 +141,12 @@ class GeminiBackend(ApiBackend):
         (unit/test_api_pointing.py's fault test failed with aiohttp installed before)."""
         import httpx2
 
-        own = {"transport": httpx2.AsyncHTTPTransport()} if self._http_client is None else None
+        hooks = {"response": [self._on_response]}  # 429s to the adaptive concurrency
+        own = None
+        if self._http_client is None:
+            own = {"transport": httpx2.AsyncHTTPTransport(), "event_hooks": hooks}
+        else:
+            self.observed(self._http_client)
         return types.HttpOptions(
             base_url=self.client_url,  # None: GOOGLE_GEMINI_BASE_URL, else the Gemini API
             headers=self.client_headers or None,

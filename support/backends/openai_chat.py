@@ -183,7 +183,8 @@ class OpenAIChatBackend(ApiBackend):
                 default_headers=self.client_headers or None,
                 timeout=self.timeout_s,  # seconds, per attempt
                 max_retries=self.max_retries,
-                http_client=self._http_client,
+                # the SDK's own defaults (limits, timeouts), plus the 429 hook
+                http_client=self.observed(self._http_client or openai.DefaultAsyncHttpxClient()),
             )
         return self._client
 
