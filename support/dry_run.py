@@ -54,7 +54,9 @@ class DryRunBackend(Backend):
     async def generate(self, request: Request) -> Response:
         count = request_tokens(self.provider, request)
         return Response(
-            texts=(PLACEHOLDER,) * request.n,
+            # a text of its own for each request and sample, so that a later stage built on the
+            # answers is as many requests as the real answers make (none collide by chance)
+            texts=tuple(f"{PLACEHOLDER} {request.digest()[:12]}.{i}" for i in range(request.n)),
             model=self.name,
             usage=Usage(count.total, request.max_tokens * request.n),
         )

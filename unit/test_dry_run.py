@@ -38,14 +38,20 @@ def script(request: ScriptRequest) -> str:
 
 
 def run(provider: str, url: str, data: Path, tmp: Path, run_id: str, *extra: str):
+    """pointing's quick subset, zero-shot, through `provider`'s SDK."""
+    return run_eval(
+        "pointing", provider, url, tmp, run_id, f"--cholecseg8k={data}", "-k", "zero_shot", *extra
+    )
+
+
+def run_eval(evaluation: str, provider: str, url: str, tmp: Path, run_id: str, *extra: str):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env[PROVIDERS[provider]] = KEY
     args = [
-        str(REPO / "evals" / "pointing"),
+        str(REPO / "evals" / evaluation),
         f"--rootdir={REPO}",
         f"--model={provider}:loop-model",
         f"--api-base={url}",
-        f"--cholecseg8k={data}",
         f"--cache-dir={tmp / 'cache'}",
         f"--results-dir={tmp / 'results'}",
         f"--run-id={run_id}",
@@ -54,8 +60,6 @@ def run(provider: str, url: str, data: Path, tmp: Path, run_id: str, *extra: str
         "no:cacheprovider",
         "-m",
         "quick",
-        "-k",
-        "zero_shot",
         *extra,
     ]
     return subprocess.run(
@@ -111,6 +115,23 @@ def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
     assert estimate["input_tokens"] >= reported > 0
     assert estimate["max_output_tokens"] >= sum(u["output_tokens"] for u in usage)
     assert str(estimate["text_counted_by"]) == tokens.text_method(provider)
+
+
+def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
+    """pgt's stage 2 always follows stage 1, n requests for n samples: the count is exact."""
+    from support.synthetic.pgt_images import build_pgt_sample
+
+    sample = build_pgt_sample(tmp_path / "pgt")
+    args = (f"--pgt-dataset={sample}", "--pgt-phrase=cot", "--pgt-mode=prompt", "--pgt-n=1,3")
+    with LoopbackServer(lambda r: "The answer is A", api_key=KEY, lifetime_s=240) as server:
+        dry = run_eval("pgt", "openai", server.url, tmp_path, "dry", *args, "--dry-run")
+        assert dry.returncode == 0, dry.stdout[-3000:]
+        assert server.stats.attempts == 0
+        real = run_eval("pgt", "openai", server.url, tmp_path, "real", *args)
+        assert real.returncode == 0, real.stdout[-3000:]
+    estimate = pd.read_csv(tmp_path / "results" / "pgt" / "dry" / "dry_run.csv").iloc[0]
+    # 6 quick cases at n=1 (2 requests each) and 6 at n=3 (1 + 3 each)
+    assert estimate["requests_to_send"] == server.stats.attempts == 6 * 2 + 6 * 4
 
 
 def test_image_rules_match_the_providers_published_examples():
