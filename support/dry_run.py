@@ -42,9 +42,10 @@ class DryRunBackend(Backend):
 
     It keeps the wrapped backend's name and identity, so cache keys are the real run's."""
 
-    def __init__(self, inner: Backend, provider: str) -> None:
+    def __init__(self, inner: Backend, provider: str, model_id: str = "") -> None:
         self.inner = inner
         self.provider = provider
+        self.model_id = model_id
         self.name = inner.name
         self.identity = inner.identity
         self.reads_hints = inner.reads_hints
@@ -52,7 +53,7 @@ class DryRunBackend(Backend):
         self.max_batch = None  # no micro-batcher: each request is answered at once
 
     async def generate(self, request: Request) -> Response:
-        count = request_tokens(self.provider, request)
+        count = request_tokens(self.provider, request, self.model_id)
         return Response(
             # a text of its own for each request and sample, so that a later stage built on the
             # answers is as many requests as the real answers make (none collide by chance)

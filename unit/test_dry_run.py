@@ -139,12 +139,21 @@ def test_image_rules_match_the_providers_published_examples():
     # 2048x4096 -> 1024x2048 -> 768x1536, 6 tiles: 1105 tokens
     assert tokens.openai_image_tokens(1024, 1024) == 765
     assert tokens.openai_image_tokens(2048, 4096) == 1105
+    # gpt-4o-mini's image tokens are priced apart: 2833 base and 5667 a tile
+    assert tokens.openai_image_tokens(1024, 1024, "gpt-4o-mini") == 2833 + 4 * 5667
     # Anthropic's table: 1092x1092 (1.19 megapixels) is about 1590 tokens
     assert tokens.anthropic_image_tokens(1092, 1092) == 1590
     assert tokens.anthropic_image_tokens(3000, 3000) == tokens.anthropic_image_tokens(1568, 1568)
     # Gemini: within 384x384 one 258-token image, else 258 a 768x768 tile
     assert tokens.gemini_image_tokens(384, 384) == 258
     assert tokens.gemini_image_tokens(1000, 700) == 2 * 258
+
+
+def test_openai_text_is_counted_by_o200k_where_bpe_openai_is_installed():
+    pytest.importorskip("bpe_openai")  # the `tokens` extra
+    assert tokens.text_method("openai") == "o200k_base (bpe-openai)"
+    assert tokens.text_tokens("openai", "hello world, how are you?") == 7
+    assert tokens.text_method("anthropic").startswith("estimate")
 
 
 def test_batch_price_is_half_the_list_price():

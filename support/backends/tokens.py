@@ -11,8 +11,8 @@ bpe-openai is not installed. Per-message framing tokens are not counted.
 
 Images (the size of the encoded image each request carries, read from its header):
 - OpenAI, high detail (what `auto` picks for these images): fit in 2048x2048, shortest side
-  scaled to 768, then 170 tokens per 512-px tile plus 85 base tokens
-  (https://platform.openai.com/docs/guides/images-vision#calculating-costs).
+  scaled to 768, then 170 tokens per 512-px tile plus 85 base tokens; gpt-4o-mini counts 5667 a
+  tile and 2833 base (https://platform.openai.com/docs/guides/images-vision#calculating-costs).
 - Anthropic: an image whose long edge passes 1568 px is scaled down to it first; then
   tokens = width * height / 750 (https://docs.anthropic.com/en/docs/build-with-claude/vision).
 - Google (Gemini 2.0): 258 tokens for an image with both sides <= 384 px, else 258 per
@@ -72,23 +72,29 @@ def text_tokens(provider: str, text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def openai_image_tokens(width: int, height: int) -> int:
-    """OpenAI, high detail: 85 + 170 per 512-px tile after the two scalings (module docstring)."""
+# OpenAI model id -> (base tokens, tokens a 512-px tile) where they differ from (85, 170)
+OPENAI_TILE_TOKENS: dict[str, tuple[int, int]] = {"gpt-4o-mini": (2833, 5667)}
+
+
+def openai_image_tokens(width: int, height: int, model_id: str = "") -> int:
+    """OpenAI, high detail: base + per tile for each 512-px tile after the two scalings (module
+    docstring); 85 + 170 a tile unless OPENAI_TILE_TOKENS names the model."""
+    base, per_tile = OPENAI_TILE_TOKENS.get(model_id, (85, 170))
     scale = min(1.0, 2048 / max(width, height))
     w, h = width * scale, height * scale
     scale = 768 / min(w, h)  # the shortest side becomes 768 px (also scaling up, as documented)
     if scale < 1:
         w, h = w * scale, h * scale
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    return base + per_tile * math.ceil(w / 512) * math.ceil(h / 512)
 
 
-def anthropic_image_tokens(width: int, height: int) -> int:
+def anthropic_image_tokens(width: int, height: int, model_id: str = "") -> int:
     """Anthropic: width * height / 750, after scaling the long edge to 1568 px at most."""
     scale = min(1.0, 1568 / max(width, height))
     return math.ceil(round(width * scale) * round(height * scale) / 750)
 
 
-def gemini_image_tokens(width: int, height: int) -> int:
+def gemini_image_tokens(width: int, height: int, model_id: str = "") -> int:
     """Gemini: 258 for an image within 384x384, else 258 per 768x768 tile."""
     if width <= 384 and height <= 384:
         return 258
@@ -112,11 +118,12 @@ def image_size(part: Part) -> tuple[int, int]:
         return img.size
 
 
-def request_tokens(provider: str, request: Request) -> TokenCount:
-    """Input tokens of `request` for `provider`: system, text parts and prefill, and images."""
+def request_tokens(provider: str, request: Request, model_id: str = "") -> TokenCount:
+    """Input tokens of `request` for `provider`'s `model_id`: system, text parts and prefill,
+    and images."""
     texts = [request.system or "", *(p.text or "" for p in request.parts), request.prefill or ""]
     rule = IMAGE_RULES.get(provider, openai_image_tokens)
     return TokenCount(
         text=sum(text_tokens(provider, t) for t in texts),
-        image=sum(rule(*image_size(p)) for p in request.images),
+        image=sum(rule(*image_size(p), model_id) for p in request.images),
     )
