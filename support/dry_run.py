@@ -4,7 +4,9 @@ Each model's backend is wrapped in a `DryRunBackend`, which answers every reques
 placeholder and never calls the real backend (nor starts it: no SDK client, no connection). Its
 cache is wrapped in a `ReadOnlyCache`: reads still hit, so an answer the cache holds is not counted
 as one to send, and nothing is ever written. A request made twice within the dry run is counted
-once, as the cache would serve the second one in the real run.
+twice: the engine sends a request again when the cache does not hold it yet (dynamic's quick
+run sends 40 requests, 30 distinct), and a dry run's placeholder answers come back at once, so
+counting only the first would undercount (30 counted that way).
 
 The placeholder's usage carries the estimate, so it reaches the controller on the outcomes, as
 real usage does (across xdist workers too): input tokens by support.backends.tokens, output tokens
@@ -67,23 +69,20 @@ class DryRunBackend(Backend):
 
 
 class ReadOnlyCache:
-    """A response cache that serves hits (marked, with no usage) and stores nothing on disk.
-
-    What the dry run answers is remembered in memory only, so a repeated request is a hit."""
+    """A response cache that serves hits (marked, with no usage) and stores nothing."""
 
     def __init__(self, cache: ResponseCache | None) -> None:
         self._cache = cache
         self.path = cache.path if cache is not None else None
-        self._seen: dict[str, Response] = {}
 
     def get(self, key: str) -> Response | None:
-        hit = self._seen.get(key) or (self._cache.get(key) if self._cache is not None else None)
+        hit = self._cache.get(key) if self._cache is not None else None
         if hit is None:
             return None
         return dataclasses.replace(hit, usage=Usage(), cached=True)
 
     def put(self, key: str, response: Response) -> None:
-        self._seen[key] = response
+        """Stores nothing: a placeholder is no answer."""
 
     def close(self) -> None:
         """The wrapped cache is closed by its owner."""

@@ -134,6 +134,20 @@ def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
     assert estimate["requests_to_send"] == server.stats.attempts == 6 * 2 + 6 * 4
 
 
+def test_dynamic_rounds_are_counted_from_placeholder_answers(tmp_path):
+    """dynamic's later rounds follow from the answers; its quick search asks K tasks a round
+    whatever they are. Its real run sends some requests again before the cache holds them (40
+    sent, 30 distinct bodies): the dry run counts each repeat too."""
+    with LoopbackServer(lambda r: '{"point": [10, 10]}', api_key=KEY, lifetime_s=240) as server:
+        dry = run_eval("dynamic", "openai", server.url, tmp_path, "dry", "--dry-run")
+        assert dry.returncode == 0, dry.stdout[-3000:]
+        assert server.stats.attempts == 0
+        real = run_eval("dynamic", "openai", server.url, tmp_path, "real")
+        assert real.returncode == 0, real.stdout[-3000:]
+    estimate = pd.read_csv(tmp_path / "results" / "dynamic" / "dry" / "dry_run.csv").iloc[0]
+    assert estimate["requests_to_send"] == server.stats.attempts > 0
+
+
 def test_image_rules_match_the_providers_published_examples():
     # OpenAI's guide: 1024x1024 high detail -> 768x768, 4 tiles: 85 + 4*170 = 765 tokens;
     # 2048x4096 -> 1024x2048 -> 768x1536, 6 tiles: 1105 tokens
