@@ -1,11 +1,14 @@
 """Adaptive concurrency: how many requests a model client lets in flight (`--concurrency auto`).
 
-`Aimd` holds the rules, on a clock it is given (tests pass a fake one): additive increase, by one
-request per round trip's worth of successes while the limit is in use and latency stays within
-`latency_factor` of the fastest seen; multiplicative decrease (`decrease`) on a 429, once per
-round trip (the 429s of requests sent before a cut do not cut again); and a pause of new sends
-until the 429's `retry-after` has passed. `AdaptiveSemaphore` is the asyncio semaphore whose size
-and pauses follow it.
+`Aimd` holds the rules, on a clock it is given (tests pass a fake one):
+- slow start: the limit doubles each round trip (a full window of answers) until the first 429;
+- additive increase: then one more request per round trip while the limit is in use and latency
+  stays within `latency_factor` of the fastest seen, and one per `probe_windows` round trips from
+  one below the size at which the last 429 came (back to where it failed, slowly);
+- multiplicative decrease (`decrease`, by one at least) on a 429, once a round trip at most,
+  and never for a request sent before the last cut (that cut already answered it);
+- a pause of new sends until the 429's `retry-after` has passed.
+`AdaptiveSemaphore` is the asyncio semaphore whose size and pauses follow it.
 
 No well-kept library does this for asyncio (PyPI, November 2026): aiolimiter and asyncio-throttle
 limit a rate, not concurrency from feedback; ace-concurrency 0.1.1, adaptive-concurrency 0.1.1 and
@@ -32,9 +35,12 @@ class AimdSettings:
     minimum: int = 1
     maximum: int = 64  # also sizes the client's window of cases (twice this)
     increase: float = 1.0  # requests added per round trip of successes (a full window)
-    decrease: float = 0.75  # the limit is multiplied by this on a 429
+    probe_windows: int = 8  # round trips per increase from one below the size of the last cut
+    slow_start: bool = True  # double per round trip until the first 429 (TCP's slow start)
+    decrease: float = 0.85  # the limit is multiplied by this on a 429
     latency_factor: float = 2.0  # no growth while latency exceeds this multiple of the fastest
     max_pause_s: float = 60.0  # a longer retry-after is cut to this (seconds)
+    unknown_round_trip_s: float = 1.0  # the round trip before any answer came (seconds)
 
 
 class Aimd:
@@ -49,6 +55,7 @@ class Aimd:
         self.clock = clock
         self.limit = float(min(max(s.start, s.minimum), s.maximum))
         self._window_successes = 0  # answers since the limit last grew (or was cut)
+        self.cut_size: int | None = None  # the size at which the last 429 came
         self.peak = self.size  # the largest size reached
         self.rate_limited = 0  # 429s seen
         self.cuts = 0  # decreases made
@@ -78,25 +85,35 @@ class Aimd:
         if latency_s > s.latency_factor * self.fastest_s:  # the server is queueing
             return
         self._window_successes += 1
-        if self._window_successes < self.size:  # one round trip: a full window answered
+        windows = 1
+        if self.cut_size is not None and self.size + 1 >= self.cut_size:  # near where it failed
+            windows = s.probe_windows
+        if self._window_successes < windows * self.size:  # a round trip: a full window answered
             return
         self._window_successes = 0
-        self.limit = min(float(s.maximum), self.limit + s.increase)
+        step = self.size if s.slow_start and self.cut_size is None else s.increase
+        self.limit = min(float(s.maximum), self.limit + step)
         self.peak = max(self.peak, self.size)
 
-    def on_rate_limited(self, retry_after_s: float | None) -> None:
+    def on_rate_limited(self, retry_after_s: float | None, sent_at: float | None = None) -> None:
         """A 429 came back (the SDK will retry it): pause for `retry_after_s` and cut the
-        limit, unless it was cut less than a round trip ago."""
+        limit, unless the request was sent (`sent_at`, on the clock) before the last cut or the
+        last cut was less than a round trip ago."""
         s = self.settings
         now = self.clock()
         self.rate_limited += 1
         if retry_after_s is not None and retry_after_s > 0:
             self.paused_until = max(self.paused_until, now + min(retry_after_s, s.max_pause_s))
-        if now - self._cut_at < max(self.round_trip_s, retry_after_s or 0.0):
+        if sent_at is not None and sent_at <= self._cut_at:
             return  # sent before the last cut took effect
+        round_trip = self.round_trip_s or s.unknown_round_trip_s
+        if now - self._cut_at < max(round_trip, retry_after_s or 0.0):
+            return  # one cut a round trip: a retry of a request refused before the cut
         self._cut_at = now
         self.cuts += 1
-        self.limit = max(float(s.minimum), self.limit * s.decrease)
+        self.cut_size = self.size
+        # at least one less, rounded: 7 -> 5 at 0.75 (not 5.25's floor of a fraction)
+        self.limit = float(max(s.minimum, min(self.size - 1, round(self.limit * s.decrease))))
         self._window_successes = 0
 
     def stats(self) -> dict[str, object]:

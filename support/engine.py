@@ -324,11 +324,12 @@ class ModelClient:
                 self.aimd.on_success(time.perf_counter() - start, self.in_flight + 1)
         return response
 
-    def _on_rate_limited(self, retry_after_s: float | None) -> None:
-        """A 429 reached the backend's HTTP client (on the engine's loop)."""
+    def _on_rate_limited(self, retry_after_s: float | None, sent_at: float | None = None) -> None:
+        """A 429 reached the backend's HTTP client (on the engine's loop); `sent_at`: when its
+        attempt went out (time.monotonic(), the controller's clock)."""
         self.rate_limited += 1
         if self.aimd is not None:
-            self.aimd.on_rate_limited(retry_after_s)
+            self.aimd.on_rate_limited(retry_after_s, sent_at)
             if isinstance(self._sem, AdaptiveSemaphore):
                 self._sem.changed()
 

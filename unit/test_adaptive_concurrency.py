@@ -45,14 +45,40 @@ def saturated(aimd: Aimd, latency_s: float = 0.2) -> None:
     aimd.on_success(latency_s, aimd.size)
 
 
+def test_slow_start_doubles_per_window_until_the_first_429():
+    aimd = Aimd(AimdSettings(start=4, decrease=0.5), clock=Clock())
+    for _ in range(4 + 8):  # a window of 4, then one of 8
+        saturated(aimd)
+    assert aimd.size == 16
+    aimd.on_rate_limited(None)
+    assert aimd.size == 8
+    for _ in range(8):  # after a cut: additive, one per window
+        saturated(aimd)
+    assert aimd.size == 9 and aimd.peak == 16
+
+
 def test_grows_by_one_per_window_of_successes_while_in_use():
-    aimd = Aimd(AimdSettings(start=4, maximum=64), clock=Clock())
+    aimd = Aimd(AimdSettings(start=4, maximum=64, slow_start=False), clock=Clock())
     for _ in range(4):  # a full window of 4 answers: +1
         saturated(aimd)
     assert aimd.size == 5
     for _ in range(5):
         saturated(aimd)
     assert aimd.size == 6 and aimd.peak == 6
+
+
+def test_grows_slowly_back_towards_the_size_that_was_cut():
+    aimd = Aimd(AimdSettings(start=10, decrease=0.5, probe_windows=3), clock=Clock())
+    aimd.on_rate_limited(None)  # cut at 10, to 5
+    for _ in range(5 + 6 + 7 + 8):  # one window each: 5 -> 9
+        saturated(aimd)
+    assert aimd.size == 9
+    for _ in range(2 * 9):  # two windows of 9: not yet
+        saturated(aimd)
+    assert aimd.size == 9
+    for _ in range(9):  # the third
+        saturated(aimd)
+    assert aimd.size == 10
 
 
 def test_does_not_grow_when_demand_is_below_the_limit_or_latency_rises():
@@ -100,6 +126,34 @@ def test_429s_within_a_round_trip_of_a_cut_cut_once():
     assert (aimd.size, aimd.cuts) == (4, 2)
 
 
+def test_a_429_of_a_request_sent_before_the_last_cut_does_not_cut_again():
+    clock = Clock()
+    aimd = Aimd(AimdSettings(start=16, decrease=0.5), clock=clock)
+    sent = clock.now
+    clock.now += 1.0
+    aimd.on_rate_limited(None, sent_at=sent)
+    clock.now += 5.0  # long after: still sent before that cut
+    aimd.on_rate_limited(None, sent_at=sent + 0.5)
+    assert (aimd.size, aimd.cuts, aimd.rate_limited) == (8, 1, 2)
+    aimd.on_rate_limited(None, sent_at=clock.now - 0.1)  # sent after the cut: news
+    assert (aimd.size, aimd.cuts) == (4, 2)
+
+
+def test_before_any_answer_a_retry_refused_again_does_not_cut_again():
+    clock = Clock()
+    aimd = Aimd(AimdSettings(start=8, decrease=0.5), clock=clock)  # no round trip known yet
+    aimd.on_rate_limited(0.05, sent_at=clock.now)
+    clock.now += 0.06  # the SDK's retry, after retry-after, is refused too
+    aimd.on_rate_limited(0.05, sent_at=clock.now - 0.005)
+    assert (aimd.size, aimd.cuts) == (4, 1)
+
+
+def test_a_cut_removes_one_at_least():
+    aimd = Aimd(AimdSettings(start=3, decrease=0.9), clock=Clock())
+    aimd.on_rate_limited(None)
+    assert aimd.size == 2
+
+
 def test_never_below_the_minimum_and_a_long_retry_after_is_capped():
     clock = Clock()
     aimd = Aimd(AimdSettings(start=2, minimum=1, max_pause_s=30.0), clock=clock)
@@ -127,7 +181,7 @@ def test_parse_concurrency():
 
 def test_semaphore_follows_the_limit_and_the_pause():
     async def main() -> list[int]:
-        aimd = Aimd(AimdSettings(start=2, decrease=0.5), clock=Clock())
+        aimd = Aimd(AimdSettings(start=2, decrease=0.3), clock=Clock())
         sem = AdaptiveSemaphore(aimd)
         await sem.acquire()
         await sem.acquire()
@@ -138,7 +192,7 @@ def test_semaphore_follows_the_limit_and_the_pause():
         sem.changed()  # grown: admitted
         await asyncio.sleep(0)
         held += [sem.held, int(third.done())]
-        aimd.on_rate_limited(None)  # cut to 1 (3 * 0.5): nobody new until two leave
+        aimd.on_rate_limited(None)  # cut to 1 (3 * 0.3): nobody new until two leave
         sem.release()
         sem.release()
         fourth = asyncio.ensure_future(sem.acquire())
@@ -305,3 +359,42 @@ def engine_cell(stdout: str, column: str) -> str:
     header = [c.strip() for c in table[0].strip("|").split("|")]
     row = [c.strip() for c in table[2].strip("|").split("|")]
     return row[header.index(column)]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "google"])
+def test_each_sdk_reports_every_429_it_retries(provider):
+    """The SDK retries a 429 itself; its HTTP client's hook tells the client of each one."""
+    from support.backends.anthropic_messages import AnthropicBackend
+    from support.backends.gemini import GeminiBackend
+    from support.backends.openai_chat import OpenAIChatBackend
+
+    made = {"openai": OpenAIChatBackend, "anthropic": AnthropicBackend, "google": GeminiBackend}
+    limit = RateLimit(per_s=20.0, burst=1)
+    with LoopbackServer(lambda r: "a", api_key=KEY, rate_limit=limit, lifetime_s=60) as server:
+        url = server.url + "/v1" if provider == "openai" else server.url
+        backend = made[provider]("m", "loop-model", api_key=KEY, base_url=url, max_retries=20)
+        client = ModelClient(backend, None, concurrency="auto")
+
+        async def main() -> list[Response]:
+            try:
+                requests = [Request(parts=(), system=f"q{i}") for i in range(12)]
+                return await asyncio.gather(*(client.generate(r) for r in requests))
+            finally:
+                await client.aclose()
+
+        answers = asyncio.run(main())
+        seen = server.stats_json()
+    assert [a.texts for a in answers] == [("a",)] * 12
+    assert seen["rate_limited"] > 0 and client.rate_limited == seen["rate_limited"]
+    assert client.aimd is not None and client.aimd.cuts >= 1
+
+
+def test_a_bad_concurrency_is_a_usage_error_naming_the_option(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(REPO / "evals" / "pointing"), f"--rootdir={REPO}",
+         "--concurrency=lots", "--collect-only", "-p", "no:cacheprovider",
+         f"--cache-dir={tmp_path}", f"--results-dir={tmp_path}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 4
+    assert "--concurrency 'lots': expected a positive integer or 'auto'" in proc.stderr

@@ -9,7 +9,8 @@ support.cache.SCHEMA_VERSION to invalidate deliberately).
 
 Every 429 the SDK's HTTP client receives, its own retries included, is told to
 `rate_limit_listeners` (the model client's adaptive concurrency) through an httpx response hook
-(`observed`), with the seconds its `retry-after` asks for.
+(`observed`), with the seconds its `retry-after` asks for and when that attempt was sent
+(time.monotonic(), stamped by a request hook).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from support.backends.base import Backend, BackendError
 from support.backends.redacted_logs import install_log_redaction
 from support.concurrency import retry_after_s
 from support.types import Request, Response, Usage
+
+SENT_AT = "vlmbench_sent_at"  # an httpx request extension: time.monotonic() when sent
 
 
 class ApiBackend(Backend):
@@ -71,8 +74,9 @@ class ApiBackend(Backend):
         self.client_url, self.client_headers = client_endpoint(name, base_url, api_key)
         self._http_client = http_client
         self._client: Any = None
-        # called with the retry-after seconds (or None) of each 429 the SDK's client receives
-        self.rate_limit_listeners: list[Callable[[float | None], None]] = []
+        # called with the retry-after seconds (or None) of each 429 the SDK's client receives,
+        # and the time.monotonic() its attempt was sent at (or None)
+        self.rate_limit_listeners: list[Callable[[float | None, float | None], None]] = []
         self.identity = {"provider": self.provider, "model": model_id, "endpoint": self.endpoint}
 
     def __repr__(self) -> str:  # never the key, nor credentials in the URL
@@ -85,19 +89,29 @@ class ApiBackend(Backend):
         """The SDK's client, made on first use (each provider's module)."""
         raise NotImplementedError
 
+    async def _on_request(self, request: Any) -> None:
+        """httpx request hook: when this attempt goes out (each retry is a new request)."""
+        request.extensions[SENT_AT] = time.monotonic()
+
     async def _on_response(self, response: Any) -> None:
         """httpx response hook: a 429 goes to the listeners (headers only; the body unread)."""
         if response.status_code == 429:
             wait = retry_after_s(response.headers)
+            sent_at = response.request.extensions.get(SENT_AT)
             for listener in self.rate_limit_listeners:
-                listener(wait)
+                listener(wait, sent_at)
+
+    def event_hooks(self) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
+        """The hooks an SDK's httpx client gets: send times, and 429s to the listeners."""
+        return {"request": [self._on_request], "response": [self._on_response]}
 
     def observed(self, client: Any) -> Any:
         """`client` (an httpx2.AsyncClient) with the 429 hook added to its response hooks."""
         hooks = client.event_hooks
         if self._on_response in hooks.get("response", []):  # observed already
             return client
-        client.event_hooks = {**hooks, "response": [*hooks.get("response", []), self._on_response]}
+        ours = self.event_hooks()
+        client.event_hooks = {k: [*hooks.get(k, []), *ours[k]] for k in ("request", "response")}
         return client
 
     async def start(self) -> None:

@@ -141,10 +141,9 @@ class GeminiBackend(ApiBackend):
         (unit/test_api_pointing.py's fault test failed with aiohttp installed before)."""
         import httpx2
 
-        hooks = {"response": [self._on_response]}  # 429s to the adaptive concurrency
         own = None
-        if self._http_client is None:
-            own = {"transport": httpx2.AsyncHTTPTransport(), "event_hooks": hooks}
+        if self._http_client is None:  # the hooks: 429s to the adaptive concurrency
+            own = {"transport": httpx2.AsyncHTTPTransport(), "event_hooks": self.event_hooks()}
         else:
             self.observed(self._http_client)
         return types.HttpOptions(
