@@ -177,3 +177,31 @@ def test_batch_price_is_half_the_list_price():
     assert batch_cost_usd("anthropic", "claude-sonnet-4-20250514", usage) == 9.0
     assert batch_cost_usd("google", "gemini-2.0-flash", usage) == pytest.approx(0.25)
     assert batch_cost_usd("openai", "no-such-model", usage) is None
+
+
+def test_a_dry_run_needs_no_key(tmp_path):
+    """The estimate comes before the key: nothing is sent, so a missing key is no usage error
+    (the same command without --dry-run is one, exit 4, naming the variable)."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("GOOGLE_API_KEY", None)
+    args = [
+        str(REPO / "evals" / "nyu_distance"),
+        f"--rootdir={REPO}",
+        "--model=gpt-4o,claude-sonnet-4-20250514,gemini-2.0-flash",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--results-dir={tmp_path / 'results'}",
+        "--run-id=dry",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "quick",
+    ]
+    pytest_argv = [sys.executable, "-m", "pytest", *args]
+    dry = subprocess.run([*pytest_argv, "--dry-run"], env=env, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-2000:]
+    table = pd.read_csv(tmp_path / "results" / "nyu_distance" / "dry" / "dry_run.csv")
+    assert set(table["model"]) == {"gpt-4o", "claude-sonnet-4-20250514", "gemini-2.0-flash"}
+    assert (table["requests_to_send"] > 0).all() and (table["cost_usd"] > 0).all()
+    real = subprocess.run(pytest_argv, env=env, capture_output=True, text=True)
+    assert real.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "OPENAI_API_KEY is not set" in real.stderr + real.stdout

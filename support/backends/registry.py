@@ -62,6 +62,9 @@ class BackendOptions:
     extra: tuple[tuple[str, Any], ...] = ()
     # the run's cache folder (local models memoise their weight hashes there); None: unknown
     cache_dir: str | None = None
+    # a dry run (--dry-run) sends nothing, so an API model needs no key: a missing one is no
+    # reason it cannot run, and its backend is built with a placeholder (never started)
+    keyless: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,12 +144,20 @@ def _api_kwargs(opts: BackendOptions) -> dict[str, Any]:
     return {"base_url": opts.api_base, "timeout_s": opts.timeout_s, "max_retries": opts.max_retries}
 
 
+def _key(provider: str, name: str, opts: BackendOptions) -> str:
+    """The provider's key from its variables; a placeholder in a dry run without one."""
+    from support.backends.api_keys import PLACEHOLDER_KEY, env_key, require_key
+
+    if opts.keyless and env_key(provider) is None:
+        return PLACEHOLDER_KEY
+    return require_key(provider, name)
+
+
 def _openai(name: str, model_id: str, opts: BackendOptions) -> Backend:
     _require_sdk(name, "openai", "tenacity")
-    from support.backends.api_keys import require_key
     from support.backends.openai_chat import OpenAIChatBackend
 
-    key = require_key("openai", name)
+    key = _key("openai", name, opts)
     return OpenAIChatBackend(name, model_id, api_key=key, **_api_kwargs(opts))
 
 
@@ -165,18 +176,16 @@ def _openai_compatible(name: str, model_id: str, opts: BackendOptions) -> Backen
 def _anthropic(name: str, model_id: str, opts: BackendOptions) -> Backend:
     _require_sdk(name, "anthropic", "tenacity")
     from support.backends.anthropic_messages import AnthropicBackend
-    from support.backends.api_keys import require_key
 
-    key = require_key("anthropic", name)
+    key = _key("anthropic", name, opts)
     return AnthropicBackend(name, model_id, api_key=key, **_api_kwargs(opts))
 
 
 def _google(name: str, model_id: str, opts: BackendOptions) -> Backend:
     _require_sdk(name, "google.genai", "tenacity")
-    from support.backends.api_keys import require_key
     from support.backends.gemini import GeminiBackend
 
-    key = require_key("google", name)
+    key = _key("google", name, opts)
     return GeminiBackend(name, model_id, api_key=key, **_api_kwargs(opts))
 
 
@@ -408,7 +417,7 @@ def availability(name: str, opts: BackendOptions | None = None) -> str | None:
     missing = _missing_module(modules)
     if missing is not None:
         return f'{name}: the {missing} package is not installed: pip install -e ".[{extra}]"'
-    if spec.provider in KEY_ENV and env_key(spec.provider) is None:  # the SDKs' variables
+    if spec.provider in KEY_ENV and env_key(spec.provider) is None and not opts.keyless:
         return f"{name}: {' or '.join(KEY_ENV[spec.provider])} is not set"
     if spec.provider in ("vllm", "hf"):
         from support.backends.model_folder import checked_folder
