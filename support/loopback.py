@@ -18,6 +18,11 @@ For benchmarks run against a server in another process: `GET /_loopback/stats` r
 JSON (counts, when the first request arrived and the last response was written, the peak in flight,
 the server process's CPU seconds), and `record_dir` (`--record DIR`) stores every distinct request
 body as `DIR/<sha256 of the body>.json`, byte for byte, so another client can replay them.
+
+The batch endpoints of the three protocols (support/loopback_batches.py) answer each item with the
+same script; the fault rate fails a seeded share of items (an item-level error, counted in the
+stats' `batch_item_errors`, the next submission of that body succeeds), and `batches=BatchPlan(...)`
+says how many polls a batch takes and whether it completes, expires or is cancelled.
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from support.loopback_batches import BatchPlan, BatchStore
 
 FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
 STATS_PATH = "/_loopback/stats"  # GET: ServerStats as JSON (`stats_json`)
@@ -119,6 +126,9 @@ class ServerStats:
     in_flight: int = 0  # requests being handled now
     peak_in_flight: int = 0
     rate_limited: int = 0  # 429s of the rate limit (not the injected faults)
+    batch_items: int = 0  # items of ended batches that were answered or failed
+    batch_item_errors: int = 0  # of those, failed by the faults (item-level errors)
+    batch_item_bodies: Counter = field(default_factory=Counter)  # sha256 of item body -> tries
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -142,8 +152,14 @@ class LoopbackServer:
         lifetime_s: float = 300.0,
         record_dir: Path | None = None,
         rate_limit: RateLimit | None = None,
+        batches: BatchPlan | Sequence[BatchPlan] | None = None,
     ) -> None:
         self.script = script
+        self.batch_store = BatchStore(
+            lambda protocol, model, body: answer(script, protocol, model, body),
+            self.batch_item_fails,
+            batches,
+        )
         self.bucket = TokenBucket(rate_limit) if rate_limit is not None else None
         self.api_key = api_key
         self.latency_s = latency_s
@@ -201,6 +217,20 @@ class LoopbackServer:
             self.stats.faults[kind] += 1
         return kind
 
+    def batch_item_fails(self, digest: str) -> bool:
+        """Whether this try of a batch item (by its body's digest) fails: the same seeded share
+        as `fault_for`, for the first `attempts` submissions of that body."""
+        with self.lock:
+            self.stats.batch_items += 1
+            self.stats.batch_item_bodies[digest] += 1
+            attempt = self.stats.batch_item_bodies[digest]
+        f = self.faults
+        failed = random.Random(f"{f.seed}:{digest}").random() < f.rate and attempt <= f.attempts
+        if failed:
+            with self.lock:
+                self.stats.batch_item_errors += 1
+        return failed
+
     def record(self, digest: str, raw: bytes) -> None:
         """Store a request body once as `record_dir/<digest>.json` (no-op without record_dir)."""
         if self.record_dir is None:
@@ -228,6 +258,8 @@ class LoopbackServer:
                 "in_flight": st.in_flight,
                 "peak_in_flight": st.peak_in_flight,
                 "rate_limited": st.rate_limited,
+                "batch_items": st.batch_items,
+                "batch_item_errors": st.batch_item_errors,
             }
         times = os.times()  # the whole server process, all threads
         data["cpu_s"] = times.user + times.system
@@ -298,6 +330,16 @@ def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
     )  # fmt: skip
 
 
+def answer(script: Script, protocol: str, model: str, body: dict[str, Any]) -> dict:
+    """The success body the script's answer to one request body gets (usage estimated: a token a
+    4 characters of text, 85 an image)."""
+    request = normalize(protocol, model, body)
+    answers = [script(request) for _ in range(request.n)]
+    prompt_tokens = sum(len(t) for t in request.texts) // 4 + 85 * request.n_images
+    completion_tokens = sum(len(a) // 4 + 1 for a in answers)
+    return render(protocol, model, answers, (prompt_tokens, completion_tokens))
+
+
 def _joined(blocks: Any) -> str:
     return "".join(b.get("text", "") for b in blocks or [] if isinstance(b, dict))
 
@@ -365,11 +407,15 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if BatchStore.protocol_of(self.path.split("?", 1)[0]):
+            return self._batch("GET")
         if self.path.split("?", 1)[0] != STATS_PATH:
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
         self._json(200, self.owner.stats_json())
 
     def do_POST(self) -> None:
+        if BatchStore.protocol_of(self.path.split("?", 1)[0]):
+            return self._batch("POST")
         route = self._route()
         if route is None:
             return self._post(route)
@@ -424,13 +470,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "slow":
             time.sleep(owner.faults.slow_s)
         try:
-            request = normalize(protocol, model, json.loads(raw))
-            answers = [owner.script(request) for _ in range(request.n)]
+            body = answer(owner.script, protocol, model, json.loads(raw))
         except Exception as exc:  # a bad request or a script bug: the client sees a 400
             return self._json(400, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
-        prompt_tokens = sum(len(t) for t in request.texts) // 4 + 85 * request.n_images
-        completion_tokens = sum(len(a) // 4 + 1 for a in answers)
-        body = render(protocol, model, answers, (prompt_tokens, completion_tokens))
         # counted before the write, so a client that has the answer always sees it counted;
         # taken back if the client has gone (a timed-out "slow" fault)
         with owner.lock:
@@ -440,6 +482,17 @@ class _Handler(BaseHTTPRequestHandler):
             with owner.lock:
                 owner.stats.answered -= 1
                 owner.stats.answered_bodies[digest] -= 1
+
+    def _batch(self, method: str) -> None:
+        """A batch route: create, poll, results, cancel, files (support/loopback_batches.py)."""
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = self.path.split("?", 1)[0]
+        if not self._authorized(BatchStore.protocol_of(path) or ""):
+            return self._json(401, {"error": {"message": "invalid api key"}})
+        status, data, ctype = self.owner.batch_store.handle(
+            method, path, self.headers, raw, self.owner.url
+        )
+        self._raw(status, data, ctype)
 
     def _route(self) -> tuple[str, str] | None:
         path = self.path.split("?", 1)[0]

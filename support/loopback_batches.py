@@ -1,0 +1,430 @@
+"""The loopback server's batch endpoints, in the three vendors' wire protocols.
+
+    OpenAI     POST /v1/files (multipart, purpose "batch", a JSONL of requests)
+               POST /v1/batches, GET /v1/batches/<id>, POST /v1/batches/<id>/cancel
+               GET /v1/files/<id>, GET /v1/files/<id>/content (output and error JSONL)
+    Anthropic  POST /v1/messages/batches, GET /v1/messages/batches/<id>,
+               GET /v1/messages/batches/<id>/results (JSONL), POST .../<id>/cancel
+    Gemini     POST /v1beta/models/<model>:batchGenerateContent (inlined requests),
+               GET /v1beta/batches/<id>, POST /v1beta/batches/<id>:cancel
+
+Each item is answered by the server's script, as a synchronous request with the same body would be
+(`answer`); `item_fails(digest)` (the server's seeded faults) turns a share of items into item-level
+errors. How each batch ends is its `BatchPlan`: the n-th batch created gets `plans[n]` (the last
+plan repeats): it stays in progress for `polls` status reads, then ends completed, expired or
+cancelled (with the first `done_before_end` items answered). A client's cancel ends the batch at
+the next read. State is in memory, under one lock, and bounded: past `MAX_BATCHES` batches or
+`MAX_FILES` files the oldest is forgotten.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import hashlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+MAX_BATCHES = 256  # batches kept; the oldest is dropped past it
+MAX_FILES = 512  # uploaded and output files kept; the oldest is dropped past it
+WINDOW_S = 24 * 3600  # the completion window every batch states (seconds)
+ENDINGS = ("completed", "expired", "cancelled")
+GEMINI_BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch"
+
+Answer = Callable[[str, str, dict], dict]  # (protocol, model, request body) -> success body
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """How a batch ends: after `polls` status reads in progress, `ends` ("completed", "expired",
+    "cancelled"); an expired or cancelled batch has answered its first `done_before_end` items."""
+
+    polls: int = 1
+    ends: str = "completed"
+    done_before_end: int = 0
+
+    def __post_init__(self) -> None:
+        if self.ends not in ENDINGS or self.polls < 0 or self.done_before_end < 0:
+            raise ValueError(f"batch plan {self}: ends in {ENDINGS}, polls and done >= 0")
+
+
+@dataclass
+class Item:
+    """One request of a batch, and its outcome once the batch has ended."""
+
+    key: str  # custom_id (OpenAI, Anthropic) or the position (Gemini)
+    model: str  # the route's model, as the script sees it ("" where the route has none)
+    body: dict
+    meta: Any = None  # Gemini's per-request metadata, returned with its response
+    status: str = "processing"  # processing | succeeded | errored | expired | canceled
+    response: dict | None = None
+
+
+@dataclass
+class Batch:
+    protocol: str
+    id: str
+    plan: BatchPlan
+    items: list[Item]
+    created_at: float = field(default_factory=time.time)  # epoch seconds
+    extra: dict = field(default_factory=dict)  # the protocol's echoed fields
+    polls: int = 0
+    cancel_requested_at: float | None = None
+    ended: str | None = None  # "completed" | "expired" | "cancelled" once ended
+    ended_at: float | None = None
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat()
+
+
+def _digest(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+class BatchStore:
+    """The batches and files of one server (thread-safe)."""
+
+    def __init__(
+        self,
+        answer: Answer,
+        item_fails: Callable[[str], bool],
+        plans: BatchPlan | Sequence[BatchPlan] | None = None,
+    ) -> None:
+        self.answer = answer
+        self.item_fails = item_fails
+        plans = plans if plans is not None else BatchPlan()
+        self.plans = [plans] if isinstance(plans, BatchPlan) else list(plans) or [BatchPlan()]
+        self.created = 0  # batches created so far (picks the plan)
+        self.batches: OrderedDict[str, Batch] = OrderedDict()
+        self.files: OrderedDict[str, tuple[dict, bytes]] = OrderedDict()  # id -> (meta, bytes)
+        self.lock = threading.Lock()
+
+    # ---- routing -------------------------------------------------------------------------
+    @staticmethod
+    def protocol_of(path: str) -> str | None:
+        """The protocol of a batch route (its key check), or None for any other path."""
+        if path.startswith("/v1/messages/batches"):
+            return "anthropic"
+        if ":batchGenerateContent" in path or re.search(r"/batches/[^/_]+(:cancel)?$", path):
+            return "gemini"  # the SDK's /v1/batches/<id>: a Gemini id has no "batch_" prefix
+        if path.startswith(("/v1/files", "/v1/batches")):
+            return "openai"
+        return None
+
+    def handle(
+        self, method: str, path: str, headers: Any, raw: bytes, base_url: str
+    ) -> tuple[int, bytes, str]:
+        """Answer one request on a batch route: (status, body, content type)."""
+        try:
+            return self._dispatch(method, path, headers, raw, base_url)
+        except _NotFound as exc:
+            return _json(404, {"error": {"message": str(exc)}})
+        except (ValueError, KeyError, TypeError) as exc:  # a malformed request
+            return _json(400, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
+
+    def _dispatch(
+        self, method: str, path: str, headers: Any, raw: bytes, base_url: str
+    ) -> tuple[int, bytes, str]:
+        if m := re.search(r"/models/([^/:]+):batchGenerateContent$", path):
+            return _json(200, self._gemini(self._create_gemini(m[1], json.loads(raw))))
+        if m := re.search(r"/batches/([^/:_]+)(:cancel)?$", path):
+            batch = self._poll(m[1], cancel=bool(m[2]))
+            return _json(200, {} if m[2] else self._gemini(batch))
+        if method == "POST" and path == "/v1/files":
+            return _json(200, self._upload(headers.get("Content-Type", ""), raw))
+        if m := re.fullmatch(r"/v1/files/([^/]+)(/content)?", path):
+            meta, data = self._file(m[1])
+            if m[2]:
+                return 200, data, "application/octet-stream"
+            return _json(200, meta)
+        if method == "POST" and path == "/v1/batches":
+            return _json(200, self._openai(self._create_openai(json.loads(raw))))
+        if m := re.fullmatch(r"/v1/batches/([^/]+)(/cancel)?", path):
+            return _json(200, self._openai(self._poll(m[1], cancel=bool(m[2]))))
+        if method == "POST" and path == "/v1/messages/batches":
+            return _json(200, self._anthropic(self._create_anthropic(json.loads(raw)), base_url))
+        if m := re.fullmatch(r"/v1/messages/batches/([^/]+)(/cancel|/results)?", path):
+            if m[2] == "/results":
+                return 200, self._anthropic_results(m[1]), "application/binary"
+            batch = self._poll(m[1], cancel=m[2] == "/cancel")
+            return _json(200, self._anthropic(batch, base_url))
+        raise _NotFound(f"no route {method} {path}")
+
+    # ---- state ---------------------------------------------------------------------------
+    def _add_file(self, meta: dict, data: bytes) -> None:
+        with self.lock:
+            self.files[meta["id"]] = (meta, data)
+            while len(self.files) > MAX_FILES:
+                self.files.popitem(last=False)
+
+    def _file(self, file_id: str) -> tuple[dict, bytes]:
+        with self.lock:
+            if file_id not in self.files:
+                raise _NotFound(f"no file {file_id}")
+            return self.files[file_id]
+
+    def _new_batch(self, protocol: str, prefix: str, items: list[Item], **extra: Any) -> Batch:
+        if not items:
+            raise ValueError("a batch needs at least one request")
+        with self.lock:
+            plan = self.plans[min(self.created, len(self.plans) - 1)]
+            self.created += 1
+            batch = Batch(protocol, f"{prefix}{uuid.uuid4().hex[:24]}", plan, items, extra=extra)
+            self.batches[batch.id] = batch
+            while len(self.batches) > MAX_BATCHES:
+                self.batches.popitem(last=False)
+        return batch
+
+    def _poll(self, batch_id: str, *, cancel: bool = False) -> Batch:
+        """A status read (counts toward the plan's polls) or a cancel; ends the batch when due."""
+        with self.lock:
+            batch = self.batches.get(batch_id)
+            if batch is None:
+                raise _NotFound(f"no batch {batch_id}")
+            if cancel:
+                if batch.ended is None and batch.cancel_requested_at is None:
+                    batch.cancel_requested_at = time.time()
+                return batch  # "cancelling": ends at the next read
+            batch.polls += 1
+            due = batch.polls > batch.plan.polls or batch.cancel_requested_at is not None
+            if batch.ended is None and due:
+                self._end(batch)
+            return batch
+
+    def _end(self, batch: Batch) -> None:
+        """Answer the items the batch gets to, mark the rest (under the lock)."""
+        ends = "cancelled" if batch.cancel_requested_at is not None else batch.plan.ends
+        n_done = len(batch.items) if ends == "completed" else batch.plan.done_before_end
+        if batch.cancel_requested_at is not None:
+            n_done = min(n_done, batch.plan.done_before_end)
+        for i, item in enumerate(batch.items):
+            if i >= n_done:
+                item.status = "expired" if ends == "expired" else "canceled"
+            elif self.item_fails(_digest(item.body)):
+                item.status = "errored"
+            else:
+                try:
+                    item.response = self.answer(batch.protocol, item.model, item.body)
+                    item.status = "succeeded"
+                except Exception as exc:  # a bad item or a script bug: an item error
+                    item.status, item.response = "errored", {"message": str(exc)}
+        batch.ended, batch.ended_at = ends, time.time()
+        if batch.protocol == "openai":
+            self._openai_files(batch)
+
+    def _counts(self, batch: Batch) -> dict[str, int]:
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "expired", "canceled"), 0)
+        for item in batch.items:
+            counts[item.status] += 1
+        return counts
+
+    # ---- OpenAI --------------------------------------------------------------------------
+    def _upload(self, content_type: str, raw: bytes) -> dict:
+        head = f"Content-Type: {content_type}\r\n\r\n".encode()
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            fields[str(name)] = (part.get_filename(), part.get_payload(decode=True) or b"")
+        if "file" not in fields:
+            raise ValueError("multipart upload without a 'file' field")
+        filename, data = fields["file"]
+        purpose = fields.get("purpose", (None, b"batch"))[1].decode()
+        meta = self._file_meta(filename or "upload.jsonl", purpose, data)
+        self._add_file(meta, data)
+        return meta
+
+    @staticmethod
+    def _file_meta(filename: str, purpose: str, data: bytes) -> dict:
+        return {
+            "id": f"file-{uuid.uuid4().hex[:24]}",
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": filename,
+            "purpose": purpose,
+            "status": "processed",
+        }
+
+    def _create_openai(self, body: dict) -> Batch:
+        if body.get("endpoint") != "/v1/chat/completions":
+            raise ValueError(f"endpoint {body.get('endpoint')!r}: only /v1/chat/completions")
+        _, data = self._file(body["input_file_id"])
+        items = []
+        for line in data.decode().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                if row.get("url") != body["endpoint"]:
+                    raise ValueError(f"line {row.get('custom_id')!r}: url must be the endpoint")
+                items.append(Item(row["custom_id"], "", row["body"]))
+        extra = {k: body.get(k) for k in ("input_file_id", "endpoint", "completion_window")}
+        return self._new_batch("openai", "batch_", items, metadata=body.get("metadata"), **extra)
+
+    def _openai_files(self, batch: Batch) -> None:
+        """Write the output and error files of an ended batch (under the lock)."""
+        out, err = [], []
+        for item in batch.items:
+            row: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex[:24]}"}
+            row["custom_id"] = item.key
+            if item.status == "succeeded":
+                row["response"] = {"status_code": 200, "request_id": row["id"]}
+                row["response"]["body"] = item.response
+                row["error"] = None
+                out.append(row)
+            elif item.status == "errored":
+                body = {"error": {"message": "server error (injected)", "type": "server_error"}}
+                row["response"] = {"status_code": 500, "request_id": row["id"], "body": body}
+                row["error"] = None
+                err.append(row)
+            else:
+                code = "batch_expired" if item.status == "expired" else "batch_cancelled"
+                row["response"] = None
+                row["error"] = {"code": code, "message": f"the batch was {batch.ended}"}
+                err.append(row)
+        for rows, key in ((out, "output_file_id"), (err, "error_file_id")):
+            if rows:
+                data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                meta = self._file_meta(f"{batch.id}_{key}.jsonl", "batch_output", data)
+                self.files[meta["id"]] = (meta, data)  # the caller holds the lock
+                while len(self.files) > MAX_FILES:
+                    self.files.popitem(last=False)
+                batch.extra[key] = meta["id"]
+
+    def _openai(self, batch: Batch) -> dict:
+        with self.lock:
+            c = self._counts(batch)
+            if batch.ended is None:
+                status = "cancelling" if batch.cancel_requested_at else "in_progress"
+                if batch.polls == 0 and status == "in_progress":
+                    status = "validating"
+            else:
+                status = batch.ended
+            t_end = int(batch.ended_at) if batch.ended_at else None
+            return {
+                "id": batch.id,
+                "object": "batch",
+                "status": status,
+                "created_at": int(batch.created_at),
+                "expires_at": int(batch.created_at + WINDOW_S),
+                "in_progress_at": int(batch.created_at),
+                "completed_at": t_end if batch.ended == "completed" else None,
+                "expired_at": t_end if batch.ended == "expired" else None,
+                "cancelled_at": t_end if batch.ended == "cancelled" else None,
+                "cancelling_at": int(batch.cancel_requested_at or 0) or None,
+                "request_counts": {
+                    "total": len(batch.items),
+                    "completed": c["succeeded"],
+                    "failed": c["errored"],
+                },
+                "output_file_id": None,
+                "error_file_id": None,
+                **batch.extra,
+            }
+
+    # ---- Anthropic -----------------------------------------------------------------------
+    def _create_anthropic(self, body: dict) -> Batch:
+        items = [
+            Item(r["custom_id"], "", r["params"])  # the model as a synchronous request sees it
+            for r in body["requests"]
+        ]
+        if len({i.key for i in items}) != len(items):
+            raise ValueError("custom_id values must be unique within a batch")
+        return self._new_batch("anthropic", "msgbatch_", items)
+
+    def _anthropic(self, batch: Batch, base_url: str) -> dict:
+        with self.lock:
+            c = self._counts(batch)
+            if batch.ended is not None:
+                status = "ended"
+            else:
+                status = "canceling" if batch.cancel_requested_at else "in_progress"
+            return {
+                "id": batch.id,
+                "type": "message_batch",
+                "processing_status": status,
+                "request_counts": {k: c[k] for k in ("processing", "succeeded", "errored")}
+                | {"canceled": c["canceled"], "expired": c["expired"]},
+                "created_at": _iso(batch.created_at),
+                "expires_at": _iso(batch.created_at + WINDOW_S),
+                "ended_at": _iso(batch.ended_at),
+                "cancel_initiated_at": _iso(batch.cancel_requested_at),
+                "archived_at": None,
+                "results_url": (
+                    f"{base_url}/v1/messages/batches/{batch.id}/results" if batch.ended else None
+                ),
+            }
+
+    def _anthropic_results(self, batch_id: str) -> bytes:
+        with self.lock:
+            batch = self.batches.get(batch_id)
+            if batch is None or batch.ended is None:
+                raise _NotFound(f"no results for batch {batch_id} (not ended)")
+            lines = []
+            for item in batch.items:
+                result: dict[str, Any] = {"type": item.status}
+                if item.status == "succeeded":
+                    result["message"] = item.response
+                elif item.status == "errored":
+                    error = {"type": "api_error", "message": "server error (injected)"}
+                    result["error"] = {"type": "error", "error": error}
+                lines.append(json.dumps({"custom_id": item.key, "result": result}) + "\n")
+            return "".join(lines).encode()
+
+    # ---- Gemini --------------------------------------------------------------------------
+    def _create_gemini(self, model: str, body: dict) -> Batch:
+        spec = body["batch"]
+        requests = spec["inputConfig"]["requests"]["requests"]
+        items = []
+        for i, r in enumerate(requests):
+            item_model = str(r["request"].get("model") or model).removeprefix("models/")
+            items.append(Item(str(i), item_model, r["request"], meta=r.get("metadata")))
+        name = spec.get("displayName") or ""
+        return self._new_batch("gemini", "gb", items, model=f"models/{model}", displayName=name)
+
+    def _gemini(self, batch: Batch) -> dict:
+        states = {"completed": "SUCCEEDED", "expired": "EXPIRED", "cancelled": "CANCELLED"}
+        with self.lock:
+            state = states[batch.ended] if batch.ended else "PENDING"
+            if batch.ended is None and batch.polls > 0:
+                state = "RUNNING"
+            meta: dict[str, Any] = {
+                "@type": GEMINI_BATCH_TYPE,
+                "name": f"batches/{batch.id}",
+                "model": batch.extra["model"],
+                "displayName": batch.extra["displayName"],
+                "state": f"BATCH_STATE_{state}",
+                "createTime": _iso(batch.created_at),
+                "updateTime": _iso(batch.ended_at or batch.created_at),
+            }
+            if batch.ended:
+                meta["endTime"] = _iso(batch.ended_at)
+            if batch.ended == "completed":
+                responses = []
+                for item in batch.items:
+                    row: dict[str, Any] = {}
+                    if item.status == "succeeded":
+                        row["response"] = item.response
+                    else:
+                        row["error"] = {"code": 13, "message": "server error (injected)"}
+                    if item.meta is not None:
+                        row["metadata"] = item.meta
+                    responses.append(row)
+                meta["output"] = {"inlinedResponses": {"inlinedResponses": responses}}
+            return {"name": f"batches/{batch.id}", "metadata": meta, "done": bool(batch.ended)}
+
+
+class _NotFound(Exception):
+    pass
+
+
+def _json(status: int, obj: dict) -> tuple[int, bytes, str]:
+    return status, json.dumps(obj).encode(), "application/json"

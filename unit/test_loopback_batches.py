@@ -1,0 +1,253 @@
+"""The loopback server's batch endpoints, through each vendor's real SDK (127.0.0.1 only)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import anthropic
+import openai
+import pytest
+from google import genai
+from google.genai import types as gtypes
+from openai.types.chat import ChatCompletion
+
+from support import loopback_batches
+from support.loopback import Faults, LoopbackServer, ScriptRequest
+from support.loopback_batches import BatchPlan, BatchStore
+
+KEY = "k-batch-123456"
+N = 10  # requests a batch
+
+
+def echo(r: ScriptRequest) -> str:
+    return f"{r.protocol}|{r.model}|{r.system}|{'/'.join(r.texts)}|{r.max_tokens}"
+
+
+def server(**kw) -> LoopbackServer:
+    return LoopbackServer(echo, api_key=KEY, lifetime_s=60, **kw)
+
+
+# ---- OpenAI ------------------------------------------------------------------------------------
+def oai(s: LoopbackServer) -> openai.OpenAI:
+    return openai.OpenAI(api_key=KEY, base_url=s.url + "/v1", max_retries=0, timeout=10)
+
+
+def oai_body(i: int) -> dict:
+    return {"model": "gpt-x", "max_tokens": 7, "messages": [{"role": "user", "content": f"q{i}"}]}
+
+
+def oai_submit(client: openai.OpenAI, ids: list[int]):
+    lines = [
+        {"custom_id": f"c{i}", "method": "POST", "url": "/v1/chat/completions", "body": oai_body(i)}
+        for i in ids
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    upload = client.files.create(file=("requests.jsonl", data), purpose="batch")
+    assert upload.purpose == "batch" and upload.bytes == len(data)
+    return client.batches.create(
+        input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+
+
+def oai_lines(client: openai.OpenAI, file_id: str | None) -> dict[str, dict]:
+    if file_id is None:
+        return {}
+    text = client.files.content(file_id).text
+    return {row["custom_id"]: row for row in map(json.loads, text.splitlines())}
+
+
+def test_openai_batch_completes_with_the_synchronous_answers():
+    with server(batches=BatchPlan(polls=2)) as s:
+        client = oai(s)
+        batch = oai_submit(client, list(range(N)))
+        assert batch.status == "validating" and batch.request_counts.total == N
+        statuses = [client.batches.retrieve(batch.id).status for _ in range(3)]
+        assert statuses == ["in_progress", "in_progress", "completed"]
+        done = client.batches.retrieve(batch.id)
+        assert done.request_counts.completed == N and done.request_counts.failed == 0
+        assert done.error_file_id is None
+        out = oai_lines(client, done.output_file_id)
+        assert sorted(out) == sorted(f"c{i}" for i in range(N))
+        for i in range(N):
+            sync = client.chat.completions.create(**oai_body(i))
+            row = out[f"c{i}"]["response"]
+            assert row["status_code"] == 200
+            answer = ChatCompletion.model_validate(row["body"])
+            assert answer.choices == sync.choices and answer.usage == sync.usage
+
+
+def test_openai_failed_items_are_item_errors_and_succeed_when_resent():
+    with server(faults=Faults(rate=0.2, seed=3), batches=BatchPlan(polls=0)) as s:
+        client = oai(s)
+        done = client.batches.retrieve(oai_submit(client, list(range(N))).id)
+        assert done.status == "completed"
+        errors = oai_lines(client, done.error_file_id)
+        assert 0 < len(errors) < N / 2 and done.request_counts.failed == len(errors)
+        assert all(row["response"]["status_code"] == 500 for row in errors.values())
+        assert len(oai_lines(client, done.output_file_id)) == N - len(errors)
+        assert s.stats_json()["batch_item_errors"] == len(errors)
+        again = [int(key[1:]) for key in errors]
+        retry = client.batches.retrieve(oai_submit(client, again).id)
+        assert retry.request_counts.completed == len(again) and retry.error_file_id is None
+
+
+def test_openai_expired_and_cancelled_batches():
+    plans = [BatchPlan(polls=0, ends="expired", done_before_end=3), BatchPlan(polls=5)]
+    with server(batches=plans) as s:
+        client = oai(s)
+        expired = client.batches.retrieve(oai_submit(client, list(range(N))).id)
+        assert expired.status == "expired" and expired.expired_at is not None
+        assert len(oai_lines(client, expired.output_file_id)) == 3
+        errors = oai_lines(client, expired.error_file_id)
+        assert {row["error"]["code"] for row in errors.values()} == {"batch_expired"}
+        assert len(errors) == N - 3
+        batch = oai_submit(client, list(range(N)))
+        assert client.batches.cancel(batch.id).status == "cancelling"
+        cancelled = client.batches.retrieve(batch.id)
+        assert cancelled.status == "cancelled" and cancelled.output_file_id is None
+        assert len(oai_lines(client, cancelled.error_file_id)) == N
+
+
+# ---- Anthropic ---------------------------------------------------------------------------------
+def ant(s: LoopbackServer) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key=KEY, base_url=s.url, max_retries=0, timeout=10)
+
+
+def ant_params(i: int) -> dict:
+    messages = [{"role": "user", "content": f"q{i}"}]
+    return {"model": "claude-x", "max_tokens": 9, "messages": messages}
+
+
+def ant_submit(client: anthropic.Anthropic, ids: list[int]):
+    requests = [{"custom_id": f"c{i}", "params": ant_params(i)} for i in ids]
+    return client.messages.batches.create(requests=requests)
+
+
+def ant_results(client: anthropic.Anthropic, batch_id: str) -> dict[str, object]:
+    return {r.custom_id: r.result for r in client.messages.batches.results(batch_id)}
+
+
+def test_anthropic_batch_completes_with_the_synchronous_answers():
+    with server(batches=BatchPlan(polls=1)) as s:
+        client = ant(s)
+        batch = ant_submit(client, list(range(N)))
+        assert batch.processing_status == "in_progress" and batch.results_url is None
+        assert client.messages.batches.retrieve(batch.id).request_counts.processing == N
+        done = client.messages.batches.retrieve(batch.id)
+        assert done.processing_status == "ended" and done.request_counts.succeeded == N
+        results = ant_results(client, batch.id)
+        assert sorted(results) == sorted(f"c{i}" for i in range(N))
+        for i in range(N):
+            sync = client.messages.create(**ant_params(i))
+            result = results[f"c{i}"]
+            assert result.type == "succeeded"
+            assert result.message.content == sync.content and result.message.usage == sync.usage
+
+
+def test_anthropic_failed_items_are_item_errors():
+    with server(faults=Faults(rate=0.2, seed=3), batches=BatchPlan(polls=0)) as s:
+        client = ant(s)
+        batch = ant_submit(client, list(range(N)))
+        counts = client.messages.batches.retrieve(batch.id).request_counts
+        results = ant_results(client, batch.id)
+        errored = [k for k, r in results.items() if r.type == "errored"]
+        assert 0 < len(errored) < N / 2 and counts.errored == len(errored)
+        assert counts.succeeded == N - len(errored)
+        assert all(results[k].error.error.type == "api_error" for k in errored)
+        retry = ant_submit(client, [int(k[1:]) for k in errored])
+        assert client.messages.batches.retrieve(retry.id).request_counts.errored == 0
+
+
+def test_anthropic_expired_and_cancelled_batches():
+    plans = [BatchPlan(polls=0, ends="expired", done_before_end=4), BatchPlan(polls=5)]
+    with server(batches=plans) as s:
+        client = ant(s)
+        batch = ant_submit(client, list(range(N)))
+        counts = client.messages.batches.retrieve(batch.id).request_counts
+        assert (counts.succeeded, counts.expired) == (4, N - 4)
+        types = sorted(r.type for r in ant_results(client, batch.id).values())
+        assert types == ["expired"] * (N - 4) + ["succeeded"] * 4
+        batch = ant_submit(client, list(range(N)))
+        assert client.messages.batches.cancel(batch.id).processing_status == "canceling"
+        ended = client.messages.batches.retrieve(batch.id)
+        assert ended.processing_status == "ended" and ended.request_counts.canceled == N
+        assert {r.type for r in ant_results(client, batch.id).values()} == {"canceled"}
+
+
+# ---- Gemini ------------------------------------------------------------------------------------
+def gem(s: LoopbackServer) -> genai.Client:
+    opts = gtypes.HttpOptions(base_url=s.url, timeout=10_000)  # ms
+    return genai.Client(api_key=KEY, http_options=opts)
+
+
+def gem_request(i: int) -> dict:
+    return {
+        "contents": [{"role": "user", "parts": [{"text": f"q{i}"}]}],
+        "config": {"max_output_tokens": 11},
+        "metadata": {"key": f"c{i}"},
+    }
+
+
+def gem_submit(client: genai.Client, ids: list[int]):
+    return client.batches.create(model="gem-x", src=[gem_request(i) for i in ids])
+
+
+def test_gemini_batch_completes_with_the_synchronous_answers():
+    with server(batches=BatchPlan(polls=1)) as s:
+        client = gem(s)
+        job = gem_submit(client, list(range(N)))
+        assert job.state == gtypes.JobState.JOB_STATE_PENDING and job.name.startswith("batches/")
+        assert client.batches.get(name=job.name).state == gtypes.JobState.JOB_STATE_RUNNING
+        done = client.batches.get(name=job.name)
+        assert done.state == gtypes.JobState.JOB_STATE_SUCCEEDED
+        responses = done.dest.inlined_responses
+        assert [r.metadata for r in responses] == [{"key": f"c{i}"} for i in range(N)]
+        for i, r in enumerate(responses):
+            sync = client.models.generate_content(
+                model="gem-x", contents=f"q{i}", config={"max_output_tokens": 11}
+            )
+            assert r.error is None and r.response.text == sync.text
+            assert r.response.usage_metadata == sync.usage_metadata
+
+
+def test_gemini_failed_items_expired_and_cancelled():
+    plans = [BatchPlan(polls=0), BatchPlan(polls=0, ends="expired"), BatchPlan(polls=5)]
+    with server(faults=Faults(rate=0.2, seed=3), batches=plans) as s:
+        client = gem(s)
+        done = client.batches.get(name=gem_submit(client, list(range(N))).name)
+        errors = [r for r in done.dest.inlined_responses if r.error is not None]
+        assert 0 < len(errors) < N / 2 and all(r.response is None for r in errors)
+        assert s.stats_json()["batch_item_errors"] == len(errors)
+        expired = client.batches.get(name=gem_submit(client, list(range(N))).name)
+        assert expired.state == gtypes.JobState.JOB_STATE_EXPIRED
+        job = gem_submit(client, list(range(N)))
+        client.batches.cancel(name=job.name)
+        assert client.batches.get(name=job.name).state == gtypes.JobState.JOB_STATE_CANCELLED
+
+
+# ---- the store ---------------------------------------------------------------------------------
+def test_batch_routes_check_the_key_and_unknown_batches_are_404():
+    with server() as s:
+        for path, headers in [
+            ("/v1/batches/batch_x", {"Authorization": "Bearer wrong"}),
+            ("/v1/messages/batches/msgbatch_x", {"x-api-key": "wrong"}),
+            ("/v1beta/batches/gbx", {"x-goog-api-key": "wrong"}),
+        ]:
+            req = urllib.request.Request(s.url + path, headers=headers)
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(req, timeout=10)
+            assert err.value.code == 401
+        with pytest.raises(openai.NotFoundError):
+            oai(s).batches.retrieve("batch_missing")
+
+
+def test_store_is_bounded_and_plans_are_checked(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(loopback_batches, "MAX_BATCHES", 3)
+    store = BatchStore(lambda p, m, b: {}, lambda d: False)
+    body = {"requests": [{"custom_id": "a", "params": {"messages": []}}]}
+    ids = [store._create_anthropic(body).id for _ in range(5)]
+    assert list(store.batches) == ids[-3:]
+    with pytest.raises(ValueError):
+        BatchPlan(ends="lost")
