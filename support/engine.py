@@ -39,6 +39,7 @@ from support.backends.api_keys import redact
 from support.backends.base import Backend, BackendError
 from support.cache import ResponseCache, cache_key
 from support.concurrency import AUTO, AdaptiveSemaphore, Aimd, AimdSettings
+from support.spending import Spending, SpendingCapReached
 from support.types import Request, Response, canonical_json
 
 T = TypeVar("T")
@@ -173,6 +174,9 @@ class ModelClient:
     `concurrency` is a fixed number of requests in flight, or "auto": an AIMD controller
     (support/concurrency.py) sets it from the 429s the backend reports (`rate_limit_listeners`,
     which API backends feed from their HTTP client's response hook) and the latency of answers.
+
+    `spending` (--max-cost, support/spending.py): a request not cached is sent only within the
+    caps; one that would pass a cap raises SpendingCapReached, and nothing is cached for it.
     """
 
     def __init__(
@@ -182,8 +186,10 @@ class ModelClient:
         concurrency: int | str,
         max_batch: int | None = None,
         aimd: AimdSettings | None = None,
+        spending: Spending | None = None,
     ) -> None:
         self.backend = backend
+        self.spending = spending
         self.name = backend.name
         self.cache = cache
         self.aimd: Aimd | None = None
@@ -278,10 +284,11 @@ class ModelClient:
         start = time.perf_counter()
         try:
             if self.batcher is not None:
-                response = await self._counted(self.batcher.submit(request))
+                async with self._spent(request) as answered:
+                    response = answered(await self._counted(self.batcher.submit(request)))
             else:
                 response = await self._limited(request)
-        except BackendError:
+        except (BackendError, SpendingCapReached):
             raise
         except Exception as exc:  # a backend bug or an SDK error the backend did not wrap
             raise BackendError(redact(f"{type(exc).__name__}: {exc}")) from None
@@ -317,12 +324,33 @@ class ModelClient:
                 if self.aimd is not None
                 else asyncio.Semaphore(self.concurrency)
             )
-        async with self._sem:
+        async with self._sem, self._spent(request) as answered:
             start = time.perf_counter()
-            response = await self._counted(self.backend.generate(request))
+            response = answered(await self._counted(self.backend.generate(request)))
             if self.aimd is not None:  # in flight at its return, itself included
                 self.aimd.on_success(time.perf_counter() - start, self.in_flight + 1)
         return response
+
+    @contextlib.asynccontextmanager
+    async def _spent(self, request: Request) -> AsyncIterator[Callable[[Response], Response]]:
+        """Within the spending caps (none: nothing to do): reserve the request's estimate before
+        it is sent (or raise SpendingCapReached), settle it with the answer's usage, passed
+        through the yielded function; a request that failed costs nothing."""
+        if self.spending is None:
+            yield lambda response: response
+            return
+        spending = self.spending
+        estimate = await spending.reserve(request)
+        answers: list[Response] = []
+
+        def answered(response: Response) -> Response:
+            answers.append(response)
+            return response
+
+        try:
+            yield answered
+        finally:
+            spending.settle(estimate, answers[0].usage if answers else None)
 
     def _on_rate_limited(self, retry_after_s: float | None, sent_at: float | None = None) -> None:
         """A 429 reached the backend's HTTP client (on the engine's loop); `sent_at`: when its

@@ -1,0 +1,199 @@
+"""`--max-cost`: the cap's bookkeeping (support/spending.py), the option's usage errors, and a run
+through the OpenAI SDK against the loopback server capped at about half its cost: it stops within
+the cap, loses nothing, and the rerun without a cap sends exactly the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from support.backends.prices import cost_usd
+from support.loopback import LoopbackServer, ScriptRequest
+from support.spending import Ledger, Spending, SpendingCapReached, parse_max_cost
+from support.types import Part, Request, Usage
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "sk-loopback-SECRET-cap-7e21a9"
+MODEL = "openai:gpt-4o"  # a priced model id, served by the loopback server
+
+
+def test_parse_max_cost_run_and_per_model_caps():
+    caps = parse_max_cost(["2.5", "1@gpt-4o", "$0.5@oracle"], ("gpt-4o", "oracle"))
+    assert caps.run == 2.5 and caps.models == {"gpt-4o": 1.0, "oracle": 0.5}
+    assert not parse_max_cost([], ("gpt-4o",))
+    for bad in (["abc"], ["0"], ["-1"], ["inf"], ["1@"], ["1@claude"], ["1", "2"]):
+        with pytest.raises(ValueError, match="--max-cost"):
+            parse_max_cost(bad, ("gpt-4o",))
+
+
+def request(text: str = "x" * 400, max_tokens: int = 100) -> Request:
+    return Request(parts=(Part(text=text),), max_tokens=max_tokens)
+
+
+def test_a_request_waits_for_in_flight_answers_then_is_refused_past_the_cap():
+    spending = Spending("openai", "gpt-4o", [Ledger(1.0, "--max-cost 1.00 USD")])
+    estimate = spending.estimate_usd(request())
+    # 100 text tokens at $2.50/M + 100 output tokens at $10/M
+    assert estimate == pytest.approx(cost_usd("gpt-4o", Usage(100, 100)))
+    ledger = spending.ledgers[0]
+    ledger.cap_usd = 2.5 * estimate  # room for two estimates, not three
+
+    async def scenario() -> list[str]:
+        events = []
+        first = await spending.reserve(request())
+        await spending.reserve(request())
+        third = asyncio.ensure_future(spending.reserve(request()))
+        await asyncio.sleep(0)
+        assert not third.done()  # only in-flight estimates stand in the way: it waits
+        events.append("waiting")
+        spending.settle(first, Usage(100, 10))  # the answer cost less than its estimate
+        await third
+        events.append("sent")
+        spending.settle(first, Usage(100, 100))  # the second and third answers, at their
+        spending.settle(first, Usage(100, 100))  # estimates: 2 + a bit recorded, 0 in flight
+        with pytest.raises(SpendingCapReached, match=r"--max-cost 1\.00 USD reached"):
+            await spending.reserve(request())
+        with pytest.raises(SpendingCapReached):  # closed: even a small request is refused
+            await spending.reserve(request("x", 1))
+        return events
+
+    async def bounded() -> list[str]:
+        return await asyncio.wait_for(scenario(), timeout=10)
+
+    assert asyncio.run(bounded()) == ["waiting", "sent"]
+    assert ledger.stopped is not None and ledger.recorded_usd <= ledger.cap_usd
+
+
+def answer(request: ScriptRequest) -> str:
+    return '{"name": "Liver", "present": 0, "point_canvas": null}'
+
+
+def run(url: str, data: Path, tmp: Path, run_id: str, cache: str, *extra: str):
+    """pointing's quick subset, zero-shot, through the OpenAI SDK, with a junit file."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["OPENAI_API_KEY"] = KEY
+    args = [
+        str(REPO / "evals" / "pointing"),
+        f"--rootdir={REPO}",
+        f"--model={MODEL}",
+        f"--api-base={url}",
+        f"--cholecseg8k={data}",
+        f"--cache-dir={tmp / cache}",
+        f"--results-dir={tmp / 'results'}",
+        f"--run-id={run_id}",
+        f"--junitxml={tmp / (run_id + '.xml')}",
+        "--bootstrap=0",
+        "--concurrency=8",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "quick",
+        "-k",
+        "zero_shot",
+        *extra,
+    ]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def recorded_cost(tmp: Path, run_id: str) -> tuple[float, int]:
+    """USD of the usage in raw_results.jsonl (gpt-4o's list price), and its outcomes (a run
+    with a fresh cache: every answer was received in it)."""
+    path = tmp / "results" / "pointing" / run_id / "raw_results.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    usage = sum((Usage(**r["usage"]) for r in rows), Usage())
+    return cost_usd("gpt-4o", usage) or 0.0, len(rows)
+
+
+def junit(tmp: Path, run_id: str) -> tuple[int, list[str]]:
+    """Cases that passed, and the skip messages."""
+    cases = ET.parse(tmp / f"{run_id}.xml").getroot().iter("testcase")
+    passed, skipped = 0, []
+    for case in cases:
+        skip = case.find("skipped")
+        if skip is not None:
+            skipped.append(skip.get("message", ""))
+        elif case.find("failure") is None and case.find("error") is None:
+            passed += 1
+    return passed, skipped
+
+
+def test_a_run_capped_at_half_its_cost_stops_within_it_and_the_rerun_completes_it(
+    synthetic_cholecseg8k, tmp_path
+):
+    data = synthetic_cholecseg8k
+    with LoopbackServer(answer, api_key=KEY, lifetime_s=240) as server:
+        full = run(server.url, data, tmp_path, "full", "cache-full")
+        assert full.returncode == 0, full.stdout[-3000:]
+        requests = server.stats.attempts
+        total_usd, cases = recorded_cost(tmp_path, "full")
+        assert requests == cases > 0 and total_usd > 0
+
+        cap = round(total_usd / 2, 6)
+        capped = run(server.url, data, tmp_path, "capped", "cache", f"--max-cost={cap}")
+        assert capped.returncode == 0, capped.stdout[-3000:]
+        sent_capped = server.stats.attempts - requests
+        spent, scored = recorded_cost(tmp_path, "capped")
+        passed, skips = junit(tmp_path, "capped")
+        assert spent <= cap  # never past the cap
+        assert skips and all(f"--max-cost {cap:g} USD reached" in s for s in skips)
+        assert passed == scored == sent_capped and scored + len(skips) == cases  # nothing lost
+
+        rerun = run(server.url, data, tmp_path, "rerun", "cache")
+        assert rerun.returncode == 0, rerun.stdout[-3000:]
+        sent_rerun = server.stats.attempts - requests - sent_capped
+    assert sent_rerun == len(skips)  # only the skipped cases' requests (the rest are cached)
+    passed, rest = junit(tmp_path, "rerun")
+    assert passed == cases and not rest
+    stop = re.search(r"([\d.]+) USD recorded \+ ([\d.]+) in flight \+ ([\d.]+)", skips[0])
+    assert stop is not None
+    print(
+        f"cap {cap:.6f} USD of a {total_usd:.6f} USD run ({requests} requests): stopped at "
+        f"{spent:.6f} recorded ({spent / cap:.1%} of the cap), at the stop {stop[1]} recorded + "
+        f"{stop[2]} in flight + {stop[3]} refused; rerun sent {sent_rerun}"
+    )
+
+
+def test_a_bad_max_cost_is_a_usage_error_naming_the_option(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["OPENAI_API_KEY"] = KEY
+    base = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(REPO / "evals" / "nyu_distance"),
+        f"--rootdir={REPO}",
+        f"--cache-dir={tmp_path / 'cache'}",
+        "-p",
+        "no:cacheprovider",
+        "--collect-only",
+        "-q",
+    ]
+    for value in ("abc", "5@gpt-4o"):  # not an amount; a model the run does not evaluate
+        bad = subprocess.run(
+            [*base, f"--max-cost={value}"], env=env, capture_output=True, text=True
+        )
+        assert bad.returncode == pytest.ExitCode.USAGE_ERROR
+        assert f"--max-cost {value!r}" in bad.stderr
+    unpriced = subprocess.run(
+        [*base, "--model=openai:loop-model", "--max-cost=1"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert unpriced.returncode == 0, unpriced.stdout[-2000:] + unpriced.stderr[-2000:]
+    out = unpriced.stdout + unpriced.stderr
+    assert out.count("openai:loop-model has no price") == 1 and KEY not in out
