@@ -39,10 +39,12 @@ def request(text: str = "x" * 400, max_tokens: int = 100) -> Request:
 
 
 def test_a_request_waits_for_in_flight_answers_then_is_refused_past_the_cap():
-    spending = Spending("openai", "gpt-4o", [Ledger(1.0, "--max-cost 1.00 USD")])
+    spending = Spending(
+        "anthropic", "claude-sonnet-4-20250514", [Ledger(1.0, "--max-cost 1.00 USD")]
+    )
     estimate = spending.estimate_usd(request())
-    # 100 text tokens at $2.50/M + 100 output tokens at $10/M
-    assert estimate == pytest.approx(cost_usd("gpt-4o", Usage(100, 100)))
+    # 100 text tokens (4 chars a token: no offline tokenizer) + 100 output tokens
+    assert estimate == pytest.approx(cost_usd("claude-sonnet-4-20250514", Usage(100, 100)))
     ledger = spending.ledgers[0]
     ledger.cap_usd = 2.5 * estimate  # room for two estimates, not three
 
@@ -70,6 +72,28 @@ def test_a_request_waits_for_in_flight_answers_then_is_refused_past_the_cap():
 
     assert asyncio.run(bounded()) == ["waiting", "sent"]
     assert ledger.stopped is not None and ledger.recorded_usd <= ledger.cap_usd
+
+
+def test_a_models_cap_stops_that_model_and_the_runs_cap_all_of_them():
+    run_cap = Ledger(1.0, "--max-cost 1 USD")
+    own = Ledger(1.0, "--max-cost 1 USD for gpt-4o")
+    capped = Spending("anthropic", "claude-sonnet-4-20250514", [own, run_cap])
+    other = Spending("anthropic", "claude-sonnet-4-20250514", [run_cap])
+    estimate = capped.estimate_usd(request())
+    own.cap_usd, run_cap.cap_usd = 1.5 * estimate, 3.5 * estimate
+
+    async def scenario() -> None:
+        capped.settle(await capped.reserve(request()), Usage(100, 100))
+        with pytest.raises(SpendingCapReached, match="for gpt-4o reached"):
+            await capped.reserve(request())
+        for _ in range(2):  # the other model goes on, within the run's cap
+            other.settle(await other.reserve(request()), Usage(100, 100))
+        with pytest.raises(SpendingCapReached, match=r"--max-cost 1 USD reached"):
+            await other.reserve(request())
+
+    asyncio.run(asyncio.wait_for(scenario(), timeout=10))
+    assert run_cap.recorded_usd == pytest.approx(3 * estimate) and own.stopped is not None
+    assert run_cap.stats()["in_flight_at_stop_usd"] == 0.0
 
 
 def answer(request: ScriptRequest) -> str:
