@@ -535,6 +535,9 @@ class _Handler(BaseHTTPRequestHandler):
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
+            if self.command == "POST":  # before the write: a client holding it sees it counted
+                with self.owner.lock:
+                    self.owner.stats.last_response_at = time.time()
             self.wfile.write(data)
             return True
         except OSError:  # the client gave up (timeout): nothing to answer
