@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import urllib.error
@@ -13,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from api_runs import api_env, run_evaluation
 
 from support.backends.base import Backend
 from support.concurrency import (
@@ -309,34 +309,16 @@ def test_pointing_through_openai_against_a_rate_limited_server(synthetic_cholecs
     with LoopbackServer(
         lambda r: "no answer", api_key=KEY, latency_s=0.05, rate_limit=limit, lifetime_s=240
     ) as server:
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-        env["OPENAI_API_KEY"] = KEY
-        args = [
-            str(REPO / "evals" / "pointing"),
-            f"--rootdir={REPO}",
-            "--model=openai:loop",
+        options = [
             f"--api-base={server.url}",
             "--api-retries=20",
             f"--cholecseg8k={synthetic_cholecseg8k}",
-            f"--cache-dir={tmp_path / 'cache'}",
-            f"--results-dir={tmp_path / 'results'}",
-            "--run-id=r",
-            "--bootstrap=0",
-            "-p",
-            "no:cacheprovider",
-            "-m",
-            "quick",
             "-k",
             "zero_shot",
             "-v",
         ]
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
+        env = api_env({"OPENAI_API_KEY": KEY})
+        proc = run_evaluation("pointing", "openai:loop", tmp_path, "r", options, env=env)
         seen = server.stats_json()
     assert proc.returncode == 0, proc.stdout[-3000:]
     rows = (tmp_path / "results" / "pointing" / "r" / "raw_results.jsonl").read_text()

@@ -6,14 +6,12 @@ provider's tokenizer, so the 10%-of-real-usage check needs a real provider)."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from api_runs import api_env, run_evaluation
 
 from support.backends import tokens
 from support.backends.prices import batch_cost_usd, cost_usd
@@ -24,7 +22,6 @@ pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 pytest.importorskip("google.genai")
 
-REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-loopback-SECRET-d2c81f07aa"
 PROVIDERS = {
     "openai": "OPENAI_API_KEY",
@@ -45,30 +42,9 @@ def run(provider: str, url: str, data: Path, tmp: Path, run_id: str, *extra: str
 
 
 def run_eval(evaluation: str, provider: str, url: str, tmp: Path, run_id: str, *extra: str):
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env[PROVIDERS[provider]] = KEY
-    args = [
-        str(REPO / "evals" / evaluation),
-        f"--rootdir={REPO}",
-        f"--model={provider}:loop-model",
-        f"--api-base={url}",
-        f"--cache-dir={tmp / 'cache'}",
-        f"--results-dir={tmp / 'results'}",
-        f"--run-id={run_id}",
-        "--bootstrap=0",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "quick",
-        *extra,
-    ]
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    env = api_env({PROVIDERS[provider]: KEY})
+    model = f"{provider}:loop-model"
+    return run_evaluation(evaluation, model, tmp, run_id, [f"--api-base={url}", *extra], env=env)
 
 
 def stored_responses(tmp: Path) -> int:
@@ -182,26 +158,12 @@ def test_batch_price_is_half_the_list_price():
 def test_a_dry_run_needs_no_key(tmp_path):
     """The estimate comes before the key: nothing is sent, so a missing key is no usage error
     (the same command without --dry-run is one, exit 4, naming the variable)."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.pop("GOOGLE_API_KEY", None)
-    args = [
-        str(REPO / "evals" / "nyu_distance"),
-        f"--rootdir={REPO}",
-        "--model=gpt-4o,claude-sonnet-4-20250514,gemini-2.0-flash",
-        f"--cache-dir={tmp_path / 'cache'}",
-        f"--results-dir={tmp_path / 'results'}",
-        "--run-id=dry",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "quick",
-    ]
-    pytest_argv = [sys.executable, "-m", "pytest", *args]
-    dry = subprocess.run([*pytest_argv, "--dry-run"], env=env, capture_output=True, text=True)
+    models = "gpt-4o,claude-sonnet-4-20250514,gemini-2.0-flash"
+    dry = run_evaluation("nyu_distance", models, tmp_path, "dry", ["--dry-run"], env=api_env())
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-2000:]
     table = pd.read_csv(tmp_path / "results" / "nyu_distance" / "dry" / "dry_run.csv")
     assert set(table["model"]) == {"gpt-4o", "claude-sonnet-4-20250514", "gemini-2.0-flash"}
     assert (table["requests_to_send"] > 0).all() and (table["cost_usd"] > 0).all()
-    real = subprocess.run(pytest_argv, env=env, capture_output=True, text=True)
+    real = run_evaluation("nyu_distance", models, tmp_path, "real", env=api_env())
     assert real.returncode == pytest.ExitCode.USAGE_ERROR
     assert "OPENAI_API_KEY is not set" in real.stderr + real.stdout

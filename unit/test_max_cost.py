@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from api_runs import api_env, run_evaluation
 
 from support.backends.prices import cost_usd
 from support.loopback import LoopbackServer, ScriptRequest
@@ -102,35 +103,17 @@ def answer(request: ScriptRequest) -> str:
 
 def run(url: str, data: Path, tmp: Path, run_id: str, cache: str, *extra: str):
     """pointing's quick subset, zero-shot, through the OpenAI SDK, with a junit file."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env["OPENAI_API_KEY"] = KEY
-    args = [
-        str(REPO / "evals" / "pointing"),
-        f"--rootdir={REPO}",
-        f"--model={MODEL}",
+    options = [
         f"--api-base={url}",
         f"--cholecseg8k={data}",
-        f"--cache-dir={tmp / cache}",
-        f"--results-dir={tmp / 'results'}",
-        f"--run-id={run_id}",
         f"--junitxml={tmp / (run_id + '.xml')}",
-        "--bootstrap=0",
         "--concurrency=8",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "quick",
         "-k",
         "zero_shot",
         *extra,
     ]
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    env = api_env({"OPENAI_API_KEY": KEY})
+    return run_evaluation("pointing", MODEL, tmp, run_id, options, env=env, cache=cache)
 
 
 def recorded_cost(tmp: Path, run_id: str) -> tuple[float, int]:
