@@ -11,14 +11,13 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from api_runs import api_env, run_evaluation
 
 from support.backends import api_keys
 from support.backends.api_keys import redact, register_url
@@ -28,8 +27,6 @@ from support.loopback import LoopbackServer
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
-REPO = Path(__file__).resolve().parents[1]
-POINTING = str(REPO / "evals" / "pointing")
 SHORT_KEY = "k7Zq9xW"  # 7 characters: below the old minimum of 8
 USER, PASSWORD = "user", "pass"
 BASIC = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
@@ -139,38 +136,20 @@ class EchoServer:
 
 def run(tmp: Path, cholecseg8k: Path, model: str, api_base: str, key: str | None, *extra: str):
     """The pointing evaluation's liver cases, in a subprocess with only `key` set."""
-    env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg")
+    keys = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg")
     if key is not None:
-        env[{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[model.split(":")[0]]] = (
-            key
-        )
-    args = [
-        POINTING,
-        f"--rootdir={REPO}",
-        f"--model={model}",
+        keys[
+            {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[model.split(":")[0]]
+        ] = key
+    options = [
         f"--cholecseg8k={cholecseg8k}",
-        f"--cache-dir={tmp / 'cache'}",
-        f"--results-dir={tmp / 'results'}",
-        "--run-id=r",
-        "--bootstrap=0",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "quick",
         "-k",
         "zero_shot and liver",
         f"--api-base={api_base}",
         "--api-retries=0",
         *extra,
     ]
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    return run_evaluation("pointing", model, tmp, "r", options, env=api_env(keys))
 
 
 def leaks(tmp: Path, proc: subprocess.CompletedProcess, secrets: list[str]) -> list[str]:
