@@ -9,10 +9,11 @@ normalized form, so one script serves all three SDKs. Faults are injected on dem
 of distinct request bodies fails its first `attempts` attempts with a 429 (short Retry-After), a
 500, a response slower than the client's timeout, a malformed 200 body, or a dropped connection;
 the retry that follows succeeds. A rate limit (`rate_limit=RateLimit(per_s, burst)`, `--rate-limit`)
-is a token bucket over all model routes: a request that finds it empty is answered 429 at once,
-with `retry-after` (seconds) and `retry-after-ms` saying when the next token comes, and counted in
-the stats' `rate_limited`. The server listens on 127.0.0.1 only and stops by itself after
-`lifetime_s`. For tests and benchmarks; `python -m support.loopback --help` runs one standalone.
+is a token bucket over all model and batch routes: a request that finds it empty is answered 429
+at once, with `retry-after` (seconds) and `retry-after-ms` saying when the next token comes, and
+counted in the stats' `rate_limited` (synchronous routes) or `batch_rate_limited` (batch routes).
+The server listens on 127.0.0.1 only and stops by itself after `lifetime_s`. For tests and
+benchmarks; `python -m support.loopback --help` runs one standalone.
 
 For benchmarks run against a server in another process: `GET /_loopback/stats` returns the stats as
 JSON (counts, when the first request arrived and the last response was written, the peak in flight,
@@ -22,7 +23,9 @@ body as `DIR/<sha256 of the body>.json`, byte for byte, so another client can re
 The batch endpoints of the three protocols (support/loopback_batches.py) answer each item with the
 same script; the fault rate fails a seeded share of items (an item-level error, counted in the
 stats' `batch_item_errors`, the next submission of that body succeeds), and `batches=BatchPlan(...)`
-says how many polls a batch takes and whether it completes, expires or is cancelled.
+says how many polls a batch takes and whether it completes, expires or is cancelled (on the
+command line `--batch-polls`, `--batch-ends`, `--batch-done-before-end`: the n-th value is the n-th
+batch's, the last repeats).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from support.loopback_batches import BatchPlan, BatchStore
+from support.loopback_batches import ENDINGS, BatchPlan, BatchStore, plans_of
 
 FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
 STATS_PATH = "/_loopback/stats"  # GET: ServerStats as JSON (`stats_json`)
@@ -125,7 +128,8 @@ class ServerStats:
     last_response_at: float | None = None  # the last response was written (any status)
     in_flight: int = 0  # requests being handled now
     peak_in_flight: int = 0
-    rate_limited: int = 0  # 429s of the rate limit (not the injected faults)
+    rate_limited: int = 0  # 429s of the rate limit on the synchronous routes (not the faults)
+    batch_rate_limited: int = 0  # 429s of the rate limit on the batch routes
     batch_items: int = 0  # items of ended batches that were answered or failed
     batch_item_errors: int = 0  # of those, failed by the faults (item-level errors)
     batch_item_bodies: Counter = field(default_factory=Counter)  # sha256 of item body -> tries
@@ -258,6 +262,7 @@ class LoopbackServer:
                 "in_flight": st.in_flight,
                 "peak_in_flight": st.peak_in_flight,
                 "rate_limited": st.rate_limited,
+                "batch_rate_limited": st.batch_rate_limited,
                 "batch_items": st.batch_items,
                 "batch_item_errors": st.batch_item_errors,
             }
@@ -442,15 +447,9 @@ class _Handler(BaseHTTPRequestHandler):
         protocol, model = route
         if not self._authorized(protocol):
             return self._json(401, {"error": {"message": "invalid api key"}})
+        if self._over_rate(batch=False):  # answered at once, the body neither recorded nor counted
+            return
         owner = self.owner
-        wait = owner.bucket.take() if owner.bucket is not None else 0.0
-        if wait > 0.0:  # over the rate: answered at once, the body neither recorded nor counted
-            with owner.lock:
-                owner.stats.attempts += 1
-                owner.stats.rate_limited += 1
-            ms = max(1, round(wait * 1000))
-            headers = {"Retry-After": f"{ms / 1000:g}", "retry-after-ms": str(ms)}
-            return self._json(429, {"error": {"message": "rate limited"}}, headers)
         digest = hashlib.sha256(raw).hexdigest()
         owner.record(digest, raw)
         fault = owner.fault_for(digest)
@@ -489,10 +488,30 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if not self._authorized(BatchStore.protocol_of(path) or ""):
             return self._json(401, {"error": {"message": "invalid api key"}})
+        if self._over_rate(batch=True):
+            return
         status, data, ctype = self.owner.batch_store.handle(
             method, path, self.headers, raw, self.owner.url
         )
         self._raw(status, data, ctype)
+
+    def _over_rate(self, *, batch: bool) -> bool:
+        """Take a token of the rate limit; when there is none, answer 429 with `Retry-After`
+        (seconds) and `retry-after-ms` (when the next token comes), count it, and return True."""
+        owner = self.owner
+        wait = owner.bucket.take() if owner.bucket is not None else 0.0  # seconds
+        if wait <= 0.0:
+            return False
+        with owner.lock:
+            if batch:
+                owner.stats.batch_rate_limited += 1
+            else:
+                owner.stats.attempts += 1
+                owner.stats.rate_limited += 1
+        ms = max(1, round(wait * 1000))
+        headers = {"Retry-After": f"{ms / 1000:g}", "retry-after-ms": str(ms)}
+        self._json(429, {"error": {"message": "rate limited"}}, headers)
+        return True
 
     def _route(self) -> tuple[str, str] | None:
         path = self.path.split("?", 1)[0]
@@ -561,7 +580,29 @@ def main(argv: list[str] | None = None) -> int:
         "--record", type=Path, default=None, metavar="DIR",
         help="store each distinct request body as DIR/<sha256>.json",
     )  # fmt: skip
+    batch = ap.add_argument_group(
+        "batches",
+        "how the n-th batch created ends (comma lists or repeated options: the n-th value is "
+        "the n-th batch's, the last repeats)",
+    )
+    batch.add_argument(
+        "--batch-polls", type=_counts, action="append", default=[], metavar="N[,N...]",
+        help="status reads a batch stays in progress (default 1)",
+    )  # fmt: skip
+    batch.add_argument(
+        "--batch-ends", type=_endings, action="append", default=[], metavar="END[,END...]",
+        help=f"how a batch ends, one of {', '.join(ENDINGS)} (default completed)",
+    )  # fmt: skip
+    batch.add_argument(
+        "--batch-done-before-end", type=_counts, action="append", default=[], metavar="N[,N...]",
+        help="items an expired or cancelled batch answered first (default 0)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    polls, ends, done = (
+        [v for values in lists for v in values]
+        for lists in (args.batch_polls, args.batch_ends, args.batch_done_before_end)
+    )
+    plans = plans_of(polls, ends, done)
     server = LoopbackServer(
         lambda _r: args.answer,
         api_key=args.api_key,
@@ -570,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
         lifetime_s=args.lifetime,
         record_dir=args.record,
         rate_limit=RateLimit(args.rate_limit, args.burst) if args.rate_limit else None,
+        batches=plans,
     ).start()
     print(server.url, flush=True)
     try:
@@ -578,6 +620,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         server.stop()
     return 0
+
+
+def _counts(text: str) -> list[int]:
+    """A comma list of whole numbers >= 0 (an argparse type: bad input is a usage error)."""
+    values = [v.strip() for v in text.split(",")]
+    if not all(v.isdigit() for v in values):
+        raise argparse.ArgumentTypeError(f"expected whole numbers >= 0, comma separated: {text!r}")
+    return [int(v) for v in values]
+
+
+def _endings(text: str) -> list[str]:
+    """A comma list of batch endings (an argparse type: bad input is a usage error)."""
+    values = [v.strip() for v in text.split(",")]
+    if bad := [v for v in values if v not in ENDINGS]:
+        raise argparse.ArgumentTypeError(f"{bad[0]!r} is not one of {', '.join(ENDINGS)}")
+    return values
 
 
 if __name__ == "__main__":

@@ -56,6 +56,27 @@ class BatchPlan:
             raise ValueError(f"batch plan {self}: ends in {ENDINGS}, polls and done >= 0")
 
 
+def plans_of(
+    polls: Sequence[int], ends: Sequence[str], done_before_end: Sequence[int]
+) -> list[BatchPlan]:
+    """One plan a batch from per-field lists: the n-th plan takes each list's n-th value (its
+    last repeats; an empty list leaves the field's default), as many plans as the longest list."""
+    default = BatchPlan()
+
+    def at(values: Sequence[Any], i: int, fallback: Any) -> Any:
+        return values[min(i, len(values) - 1)] if values else fallback
+
+    n = max(len(polls), len(ends), len(done_before_end), 1)
+    return [
+        BatchPlan(
+            at(polls, i, default.polls),
+            at(ends, i, default.ends),
+            at(done_before_end, i, default.done_before_end),
+        )
+        for i in range(n)
+    ]
+
+
 @dataclass
 class Item:
     """One request of a batch, and its outcome once the batch has ended."""

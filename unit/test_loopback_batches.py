@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import anthropic
 import openai
@@ -14,11 +18,12 @@ from google.genai import types as gtypes
 from openai.types.chat import ChatCompletion
 
 from support import loopback_batches
-from support.loopback import Faults, LoopbackServer, ScriptRequest
-from support.loopback_batches import BatchPlan, BatchStore
+from support.loopback import Faults, LoopbackServer, RateLimit, ScriptRequest, TokenBucket, main
+from support.loopback_batches import BatchPlan, BatchStore, plans_of
 
 KEY = "k-batch-123456"
 N = 10  # requests a batch
+REPO = Path(__file__).resolve().parents[1]
 
 
 def echo(r: ScriptRequest) -> str:
@@ -251,3 +256,105 @@ def test_store_is_bounded_and_plans_are_checked(monkeypatch: pytest.MonkeyPatch)
     assert list(store.batches) == ids[-3:]
     with pytest.raises(ValueError):
         BatchPlan(ends="lost")
+
+
+# ---- the rate limit on batch routes ------------------------------------------------------------
+def every_other_over_the_rate(s: LoopbackServer) -> None:
+    """Give the server a real token bucket whose clock moves half a token's time (0.5 ms) a read:
+    every other request finds it empty and gets a 429 saying 1 ms."""
+    reads = itertools.count(1)
+    s.bucket = TokenBucket(RateLimit(per_s=1000.0, burst=1), clock=lambda: next(reads) * 0.0005)
+
+
+def test_openai_batch_calls_are_rate_limited_and_the_sdk_retries():
+    with server(batches=BatchPlan(polls=1)) as s:
+        every_other_over_the_rate(s)
+        client = openai.OpenAI(api_key=KEY, base_url=s.url + "/v1", max_retries=2, timeout=10)
+        batch = oai_submit(client, list(range(3)))
+        assert client.batches.retrieve(batch.id).status == "in_progress"
+        done = client.batches.retrieve(batch.id)
+        assert done.status == "completed" and len(oai_lines(client, done.output_file_id)) == 3
+        stats = s.stats_json()
+    # upload, create, 2 reads, content: each call after the first answered 429 once, then retried
+    assert stats["batch_rate_limited"] == 4 and stats["rate_limited"] == 0
+
+
+def test_anthropic_batch_calls_are_rate_limited_and_the_sdk_retries():
+    with server(batches=BatchPlan(polls=1)) as s:
+        every_other_over_the_rate(s)
+        client = anthropic.Anthropic(api_key=KEY, base_url=s.url, max_retries=2, timeout=10)
+        batch = ant_submit(client, list(range(3)))
+        assert client.messages.batches.retrieve(batch.id).processing_status == "in_progress"
+        assert client.messages.batches.retrieve(batch.id).processing_status == "ended"
+        results = ant_results(client, batch.id)
+        assert sorted(r.type for r in results.values()) == ["succeeded"] * 3
+        stats = s.stats_json()
+    # create, 2 reads, results (a read for its URL, then the JSONL): 429 once each after the first
+    assert stats["batch_rate_limited"] == 4 and stats["rate_limited"] == 0
+
+
+def test_gemini_batch_calls_are_rate_limited_and_the_sdk_retries():
+    with server(batches=BatchPlan(polls=1)) as s:
+        every_other_over_the_rate(s)
+        retry = gtypes.HttpRetryOptions(attempts=3, initial_delay=0.001, max_delay=0.01, jitter=0)
+        opts = gtypes.HttpOptions(base_url=s.url, timeout=10_000, retry_options=retry)  # ms
+        client = genai.Client(api_key=KEY, http_options=opts)
+        job = gem_submit(client, list(range(3)))
+        assert client.batches.get(name=job.name).state == gtypes.JobState.JOB_STATE_RUNNING
+        done = client.batches.get(name=job.name)
+        assert done.state == gtypes.JobState.JOB_STATE_SUCCEEDED
+        assert all(r.error is None for r in done.dest.inlined_responses)
+        stats = s.stats_json()
+    assert stats["batch_rate_limited"] == 2 and stats["rate_limited"] == 0  # create, 2 reads
+
+
+# ---- the command line --------------------------------------------------------------------------
+def test_command_line_plans_end_the_nth_batch_through_the_openai_sdk():
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "support.loopback", "--answer", "ok", "--api-key", KEY),
+            *("--batch-polls", "1", "--batch-polls", "0", "--batch-ends", "expired,completed"),
+            *("--batch-done-before-end", "1", "--lifetime", "30"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        client = oai_url(proc.stdout.readline().strip())
+        first = oai_submit(client, list(range(3)))
+        assert client.batches.retrieve(first.id).status == "in_progress"
+        expired = client.batches.retrieve(first.id)
+        assert expired.status == "expired"
+        assert list(oai_lines(client, expired.output_file_id)) == ["c0"]  # done before the end
+        second = client.batches.retrieve(oai_submit(client, list(range(3))).id)
+        assert second.status == "completed" and second.request_counts.completed == 3
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def oai_url(url: str) -> openai.OpenAI:
+    assert url.startswith("http://127.0.0.1:"), url
+    return openai.OpenAI(api_key=KEY, base_url=url + "/v1", max_retries=0, timeout=10)
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [("--batch-ends", "expired,lost"), ("--batch-polls", "-1"), ("--batch-done-before-end", "x")],
+)
+def test_command_line_bad_batch_values_are_usage_errors(option, value, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--answer", "a", "--api-key", KEY, option, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}:" in err and repr(value.split(",")[-1]) in err
+
+
+def test_plans_take_each_lists_nth_value_and_repeat_the_last():
+    assert plans_of([], [], []) == [BatchPlan()]
+    assert plans_of([2, 0], ["expired"], [1, 2, 3]) == [
+        BatchPlan(2, "expired", 1),
+        BatchPlan(0, "expired", 2),
+        BatchPlan(0, "expired", 3),
+    ]
