@@ -219,6 +219,8 @@ class ReportPlugin:
                 self._terminal_tables(tr)
             else:
                 self._terminal_brief(tr)
+        for line in terminal.batch_lines(self.engine_stats):
+            tr.write_line(line)
         if self.interrupted and self.order:
             tr.write_line(
                 f"vlmbench: {self.partial_line()}; the result files say so "
@@ -327,7 +329,8 @@ class ReportPlugin:
             if len(files) > MAX_LISTED_FILES:
                 tr.write_line(f"... and {len(files) - MAX_LISTED_FILES} more files")
         rows = [
-            {"process": p, **{k: v for k, v in s.items() if k != "identity"}}  # in manifest.json
+            # identity: in manifest.json; batches: their own lines (terminal.batch_lines)
+            {"process": p, **{k: v for k, v in s.items() if k not in ("identity", "batch_api")}}
             for p, stats in sorted(self.engine_stats.items())
             for s in stats
         ]

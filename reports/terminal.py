@@ -11,9 +11,9 @@ when there are too many models.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from support.types import Outcome
 
@@ -188,4 +188,38 @@ def dry_run_lines(name: str, table: pd.DataFrame, path: str | None) -> list[str]
     lines += markdown_table(table.fillna("")).splitlines()
     if path:
         lines.append(f"written: {path}")
+    return lines
+
+
+def batch_lines(engine_stats: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+    """Per model under --batch: the batches this run submitted, waited on and collected, and what
+    a rerun will do (send again what failed or expired; collect what is still running)."""
+    lines = []
+    for process, stats in sorted(engine_stats.items()):
+        for s in stats:
+            api = s.get("batch_api")
+            if not api:
+                continue
+            where = f" ({process})" if process != "main" else ""
+            parts = []
+            sent = api.get("submitted") or []
+            if sent:
+                ids = ", ".join(b["batch_id"] for b in sent[:3]) + (" ..." if len(sent) > 3 else "")
+                n = sum(b["requests"] for b in sent)
+                parts.append(f"submitted {len(sent)} batch(es), {n} requests ({ids})")
+            for b in api.get("collected") or []:
+                text = f"collected {b['batch_id']} ({b['ended']}): {b['answered']} answered"
+                if b["failed"]:
+                    text += f", {b['failed']} failed"
+                if b["unanswered"]:
+                    text += f", {b['unanswered']} unanswered"
+                if b["failed"] or b["unanswered"]:
+                    text += " (the next run sends them again)"
+                parts.append(text)
+            if api.get("waited_s"):
+                parts.append(f"waited {api['waited_s']:.0f} s")
+            if api.get("mode") != "wait" and sent:
+                parts.append("rerun with --batch collect (or the same command) once they end")
+            if parts:
+                lines.append(f"vlmbench: batches of {s.get('model')}{where}: " + "; ".join(parts))
     return lines

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from support.backends.api_keys import redact
 from support.backends.base import Backend, BackendError
+from support.batches import BatchPending, BatchQueue
 from support.cache import ResponseCache, cache_key
 from support.concurrency import AUTO, AdaptiveSemaphore, Aimd, AimdSettings
 from support.spending import Spending, SpendingCapReached
@@ -177,6 +178,9 @@ class ModelClient:
 
     `spending` (--max-cost, support/spending.py): a request not cached is sent only within the
     caps; one that would pass a cap raises SpendingCapReached, and nothing is cached for it.
+
+    `batches` (--batch, support/batches.py): a request not cached goes to the provider's batch
+    API instead; every case is admitted at once (no window), so a batch round holds them all.
     """
 
     def __init__(
@@ -187,9 +191,11 @@ class ModelClient:
         max_batch: int | None = None,
         aimd: AimdSettings | None = None,
         spending: Spending | None = None,
+        batches: BatchQueue | None = None,
     ) -> None:
         self.backend = backend
         self.spending = spending
+        self.batches = batches
         self.name = backend.name
         self.cache = cache
         self.aimd: Aimd | None = None
@@ -210,8 +216,12 @@ class ModelClient:
         # cases evaluating at once: twice what the backend takes at once, so the next requests
         # are built while these are in flight
         self.window = 2 * max(self.concurrency, batch or 1)
+        if batches is not None:  # a batch round holds every case: all evaluate at once
+            self.window = 2**30
         self._admit: asyncio.Semaphore | None = None
-        self._window_open = False  # one case at a time until the first lookup (module docstring)
+        # one case at a time until the first lookup (module docstring); not for batches, whose
+        # cases wait in the queue, not at the backend
+        self._window_open = batches is not None
         self.alone_s = 1.0  # seconds at most that the first case evaluates alone
         self.started_backend = False  # whether the backend's start ran (not in a cached run)
         self.sent = 0  # requests that reached the backend (errors included)
@@ -224,7 +234,12 @@ class ModelClient:
         """What this client did in this process: requests, cache hits, peak requests in flight
         and the local engine's batches (empty when it did nothing), with the backend's identity
         as the cache keys it (plain JSON, for the run's manifest; never a key)."""
-        if not (self.sent or self.cache_hits):
+        batches = self.batches.stats() if self.batches is not None else None
+        if not (
+            self.sent
+            or self.cache_hits
+            or (batches and (batches["submitted"] or batches["collected"]))
+        ):
             return {}
         sizes = self.batcher.batch_sizes if self.batcher is not None else []
         return {
@@ -241,6 +256,7 @@ class ModelClient:
             "batches": len(sizes),
             "mean_batch": round(sum(sizes) / len(sizes), 2) if sizes else None,
             "max_batch": max(sizes, default=None),
+            "batch_api": batches,
         }
 
     @contextlib.asynccontextmanager
@@ -254,7 +270,11 @@ class ModelClient:
                 asyncio.get_running_loop().call_later(self.alone_s, self._open_window)
         async with self._admit:
             try:
-                yield
+                if self.batches is not None:
+                    with self.batches.evaluating():
+                        yield
+                else:
+                    yield
             finally:
                 self._open_window()
 
@@ -283,12 +303,17 @@ class ModelClient:
             return hit
         start = time.perf_counter()
         try:
+            if self.batches is not None:  # answers collected into the cache by the queue
+                async with self._spent(request) as answered:
+                    response = answered(await self.batches.answer(key, request))
+                self.sent += 1  # through a batch (this run's or an earlier one's)
+                return response
             if self.batcher is not None:
                 async with self._spent(request) as answered:
                     response = answered(await self._counted(self.batcher.submit(request)))
             else:
                 response = await self._limited(request)
-        except (BackendError, SpendingCapReached):
+        except (BackendError, SpendingCapReached, BatchPending):
             raise
         except Exception as exc:  # a backend bug or an SDK error the backend did not wrap
             raise BackendError(redact(f"{type(exc).__name__}: {exc}")) from None
@@ -342,6 +367,7 @@ class ModelClient:
         spending = self.spending
         estimate = await spending.reserve(request)
         answers: list[Response] = []
+        billed = False  # submitted in a batch, not answered in this run
 
         def answered(response: Response) -> Response:
             answers.append(response)
@@ -349,8 +375,11 @@ class ModelClient:
 
         try:
             yield answered
+        except BatchPending as exc:
+            billed = exc.billed
+            raise
         finally:
-            spending.settle(estimate, answers[0].usage if answers else None)
+            spending.settle(estimate, answers[0].usage if answers else None, billed)
 
     def _on_rate_limited(self, retry_after_s: float | None, sent_at: float | None = None) -> None:
         """A 429 reached the backend's HTTP client (on the engine's loop); `sent_at`: when its

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, BinaryIO
 if TYPE_CHECKING:  # imported where a table is built: workers import this module for its writers
     import pandas as pd
 
-from support.types import Outcome
+from support.types import Outcome, Usage
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
@@ -81,13 +81,16 @@ def atomic_write_text(path: Path, text: str) -> None:
 # cache): kept out of raw_results.jsonl, so it is byte-identical across reruns, serial or -n N;
 # calls.csv holds them.
 RUN_FIELDS = ("latency_s", "backend_calls", "cache_hits", "cached")
+# how an answer was obtained, not what it was: kept out of raw_results.jsonl with RUN_FIELDS, so a
+# run through a batch API writes the bytes a synchronous one does (usage.csv prices it)
+HOW_FIELDS = (*RUN_FIELDS, "batch_usage")
 
 
 def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:
     """One JSON object per case: ids, prompt hash, raw response, parsed answer, truth, status...
     (everything but RUN_FIELDS)."""
     lines = [
-        json.dumps({k: v for k, v in o.to_json().items() if k not in RUN_FIELDS}, sort_keys=True)
+        json.dumps({k: v for k, v in o.to_json().items() if k not in HOW_FIELDS}, sort_keys=True)
         for o in outcomes
     ]
     atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
@@ -118,22 +121,39 @@ def write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
     """Per model: cases, tokens and cost in USD (from support.backends.prices; empty where the
-    model has no price). Cached answers count too: they are what the run would have cost."""
-    from support.backends.prices import cost_usd
+    model has no price). Cached answers count too: they are what the run would have cost. What
+    was answered through a batch API (`Outcome.batch_usage`) is priced at the batch price, and
+    `batch_cost_usd` is that part of `cost_usd`."""
+    from support.backends.prices import batch_cost_usd, cost_usd
+    from support.backends.registry import model_spec
 
     rows: dict[str, dict] = {}
     for o in outcomes:
         r = rows.setdefault(
             o.model,
-            {"model": o.model, "cases": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+            {
+                "model": o.model,
+                "cases": 0,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cost_usd": 0.0,
+                "batch_cost_usd": 0.0,
+            },
         )
         r["cases"] += 1
         r["input_tokens"] += o.usage.input_tokens
         r["output_tokens"] += o.usage.output_tokens
         model_id = o.model.partition(":")[2] or o.model  # "openai:gpt-4.1" -> "gpt-4.1"
-        cost = cost_usd(model_id, o.usage)
-        r["cost_usd"] = None if cost is None or r["cost_usd"] is None else r["cost_usd"] + cost
-    columns = ["model", "cases", "input_tokens", "output_tokens", "cost_usd"]
+        cost = cost_usd(model_id, o.usage - o.batch_usage)
+        batch = 0.0
+        if o.batch_usage != Usage():
+            batch = batch_cost_usd(model_spec(o.model).provider, model_id, o.batch_usage)
+        if cost is None or batch is None or r["cost_usd"] is None:
+            r["cost_usd"] = r["batch_cost_usd"] = None
+        else:
+            r["cost_usd"] += cost + batch
+            r["batch_cost_usd"] += batch
+    columns = ["model", "cases", "input_tokens", "output_tokens", "cost_usd", "batch_cost_usd"]
     import pandas as pd
 
     return pd.DataFrame([rows[m] for m in sorted(rows)], columns=columns)

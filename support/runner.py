@@ -48,6 +48,7 @@ class CallLog:
             "latency_s": sum(r.latency_s for r in rs),  # model seconds, summed over calls
             "cached": bool(rs) and all(r.cached for r in rs),
             "usage": sum((r.usage for r in rs), Usage()),
+            "batch_usage": sum((r.usage for r in rs if r.batch), Usage()),
             "backend_calls": sum(not r.cached for r in rs),
             "cache_hits": sum(r.cached for r in rs),
             "rendered_prompt": next((r.prompt for r in rs if r.prompt), None),

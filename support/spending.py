@@ -25,7 +25,7 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from support.backends.prices import cost_usd
+from support.backends.prices import batch_cost_usd, cost_usd
 from support.backends.tokens import request_tokens
 from support.types import Request, Usage
 
@@ -114,30 +114,40 @@ class Ledger:
 
 class Spending:
     """A model client's caps (its own and the run's, shared by every client of the process):
-    `reserve` before a request is sent, `settle` with its answer's usage, `release` on a
-    failure (a failed request costs nothing here)."""
+    `reserve` before a request is sent, `settle` with its answer's usage (a failed request costs
+    nothing here). `batch`: the model's requests go through its batch API (--batch), priced at
+    the batch price, and a request that does not fit beside those in flight is refused rather
+    than held: a batch's requests are all in flight until it ends."""
 
-    def __init__(self, provider: str, model_id: str, ledgers: list[Ledger]) -> None:
+    def __init__(
+        self, provider: str, model_id: str, ledgers: list[Ledger], batch: bool = False
+    ) -> None:
         self.provider = provider
         self.model_id = model_id
         self.ledgers = ledgers
+        self.batch = batch
 
     def estimate_usd(self, request: Request) -> float:
         """The request's cost if its input is as counted and its output at its bound."""
         count = request_tokens(self.provider, request, self.model_id)
-        usd = cost_usd(self.model_id, Usage(count.total, request.max_tokens * request.n))
-        return usd or 0.0
+        return self.cost_usd(Usage(count.total, request.max_tokens * request.n))
 
     def cost_usd(self, usage: Usage) -> float:
+        if self.batch:
+            return batch_cost_usd(self.provider, self.model_id, usage) or 0.0
         return cost_usd(self.model_id, usage) or 0.0
 
     async def reserve(self, request: Request) -> float:
         """Count the request in flight on every ledger (its estimate, returned), waiting while
-        only in-flight estimates stand in the way; SpendingCapReached when it cannot fit."""
+        only in-flight estimates stand in the way (never under `batch`); SpendingCapReached
+        when it cannot fit."""
         estimate = self.estimate_usd(request)
         while True:
             for ledger in self.ledgers:
-                if ledger.stopped is not None or ledger.recorded_usd + estimate > ledger.cap_usd:
+                fits = ledger.recorded_usd + estimate
+                if self.batch:
+                    fits += ledger.in_flight_usd
+                if ledger.stopped is not None or fits > ledger.cap_usd:
                     raise ledger.refuse(estimate)
             if all(
                 ledger.recorded_usd + ledger.in_flight_usd + estimate <= ledger.cap_usd
@@ -151,10 +161,11 @@ class Spending:
                 ledger.waiters.append(waiter)
             await waiter
 
-    def settle(self, estimate: float, usage: Usage | None) -> None:
+    def settle(self, estimate: float, usage: Usage | None, billed: bool = False) -> None:
         """The request answered (`usage`) or failed (None): its estimate leaves the in-flight sum,
-        its real cost joins the recorded one."""
-        cost = self.cost_usd(usage) if usage is not None else 0.0
+        its real cost joins the recorded one; `billed`: not answered in this run but submitted
+        in a batch, so its estimate is recorded."""
+        cost = self.cost_usd(usage) if usage is not None else estimate if billed else 0.0
         for ledger in self.ledgers:
             ledger.in_flight_usd = max(0.0, ledger.in_flight_usd - estimate)
             ledger.recorded_usd += cost

@@ -254,6 +254,11 @@ class Usage:
             self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens - other.input_tokens, self.output_tokens - other.output_tokens
+        )
+
 
 @dataclass(frozen=True)
 class Response:
@@ -265,6 +270,7 @@ class Response:
     latency_s: float = 0.0  # wall seconds of the backend call; 0 when served from cache
     cached: bool = False
     prompt: str | None = None  # the prompt text as rendered for a local model (chat template)
+    batch: bool = False  # answered through the provider's batch API (priced at the batch price)
 
     def __post_init__(self) -> None:
         # the one place answers enter: every backend builds a Response, the cache reads one
@@ -277,13 +283,16 @@ class Response:
         return self.texts[0] if self.texts else ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "texts": list(self.texts),
             "model": self.model,
             "usage": asdict(self.usage),
             "latency_s": self.latency_s,
             "prompt": self.prompt,
         }
+        if self.batch:  # only then: a synchronous answer's JSON is what it always was
+            d["batch"] = True
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], cached: bool = False) -> Response:
@@ -294,6 +303,7 @@ class Response:
             latency_s=float(d.get("latency_s", 0.0)),
             cached=cached,
             prompt=d.get("prompt"),
+            batch=bool(d.get("batch", False)),
         )
 
 
@@ -333,8 +343,9 @@ class Outcome:
     evaluation's metrics reduce over, `params` the case's parameters. The core fills in the
     bookkeeping: `prompt_hash` (of the first request), `latency_s` (summed over the backend calls,
     seconds), `usage`, `backend_calls` (requests sent), `cache_hits` (answers served from the
-    cache), `cached` (every answer came from the cache). `extra` is evaluation-specific. Everything
-    is plain JSON: it survives xdist and lands in raw_results.jsonl.
+    cache), `cached` (every answer came from the cache), `batch_usage` (the part of `usage`
+    answered through a provider's batch API, at its price). `extra` is evaluation-specific.
+    Everything is plain JSON: it survives xdist and lands in raw_results.jsonl.
     """
 
     case_id: str
@@ -353,6 +364,7 @@ class Outcome:
     usage: Usage = Usage()
     backend_calls: int = 0
     cache_hits: int = 0
+    batch_usage: Usage = Usage()  # the part of `usage` answered through a batch API
     rendered_prompt: str | None = None  # the prompt as a local model's chat template rendered it
     error: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict, hash=False)
@@ -369,12 +381,14 @@ class Outcome:
         for name in ("group", "scores", "params", "extra"):
             d[name] = dict(d[name])
         d["usage"] = asdict(self.usage)
+        d["batch_usage"] = asdict(self.batch_usage)
         return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Outcome:
         d = dict(d)
         d["usage"] = Usage(**d.get("usage", {}))
+        d["batch_usage"] = Usage(**d.get("batch_usage", {}))
         return cls(**d)
 
 

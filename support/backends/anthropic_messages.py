@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
@@ -32,7 +33,21 @@ from support.backends.api_keys import (
     call_with_retry,
     is_malformed,
 )
+from support.batches import BatchLimits, BatchState
 from support.types import Request, Response, Usage
+
+# Message Batches' limits (docs.anthropic.com/en/docs/build-with-claude/batch-processing, taken
+# 2026-11-25): 100,000 requests (here: samples) and 256 MB a batch
+ANTHROPIC_BATCH_LIMITS = BatchLimits(requests=100_000, bytes=256 * 2**20)
+
+
+KEY_CHARS = 54  # of a cache key in a custom_id: 54 + "-" + 4 digits + "-" + 4 digits = 64
+
+
+def sample_id(key: str, sample: int, n: int) -> str:
+    """A batch item's custom_id (at most 64 of [a-zA-Z0-9_-]): the request's cache key, cut, the
+    sample's index and the request's samples (the API has no `n`: one item a sample)."""
+    return f"{key[:KEY_CHARS]}-{sample}-{n}"
 
 
 def anthropic_params(request: Request, model_id: str) -> dict[str, Any]:
@@ -135,6 +150,76 @@ class AnthropicBackend(ApiBackend):
             usage=usage,
             latency_s=time.perf_counter() - start,
         )
+
+    # ---- Message Batches (--batch, support/batches.py) ------------------------------------
+    batch_limits = ANTHROPIC_BATCH_LIMITS
+
+    async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
+        """One batch item per sample of each request (custom_id: `sample_id`)."""
+        requests = []
+        for key, request in items:
+            params = anthropic_params(request, self.model_id)
+            params = {k: v for k, v in params.items() if k != "extra_body"} | params["extra_body"]
+            ids = [sample_id(key, j, request.n) for j in range(request.n)]
+            requests += [{"custom_id": i, "params": params} for i in ids]
+        client = self._get_client()
+        batch = await self._sdk(lambda: client.messages.batches.create(requests=requests))
+        return str(batch.id)
+
+    async def batch_state(self, batch_id: str) -> BatchState:
+        client = self._get_client()
+        batch = await self._sdk(lambda: client.messages.batches.retrieve(batch_id))
+        c = batch.request_counts
+        total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+        ended = None
+        if batch.processing_status == "ended":
+            ended = "expired" if c.expired else "cancelled" if c.canceled else "completed"
+        return BatchState(str(batch.processing_status), ended, total - c.processing, total)
+
+    async def batch_results(self, batch_id: str, keys: Sequence[str]) -> dict[str, Response | str]:
+        """Each request's samples joined into one Response (usage summed); a request with a
+        failed sample is that failure; one with a sample missing (expired, cancelled) absent."""
+        client = self._get_client()
+        samples: dict[str, dict[int, tuple[str, Usage] | str]] = {}
+        wanted: dict[str, int] = {}  # key -> samples asked
+        by_prefix = {key[:KEY_CHARS]: key for key in keys}
+
+        async def read() -> None:
+            async for entry in await client.messages.batches.results(batch_id):
+                prefix, index, n = [*str(entry.custom_id).rsplit("-", 2), "", ""][:3]
+                key = by_prefix.get(prefix)
+                if key is None or not (index.isdigit() and n.isdigit()):
+                    continue
+                wanted[key] = int(n)
+                result = entry.result
+                if result.type == "succeeded":
+                    try:
+                        found: tuple[str, Usage] | str = anthropic_result(result.message)
+                    except MalformedResponse as exc:
+                        found = f"malformed answer: {exc}"
+                elif result.type == "errored":
+                    error = getattr(getattr(result, "error", None), "error", None)
+                    found = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}"
+                else:  # canceled, expired: not answered
+                    continue
+                samples.setdefault(key, {})[int(index)] = found
+
+        await self._sdk(read)
+        out: dict[str, Response | str] = {}
+        for key, got in samples.items():
+            failed = [v for v in got.values() if isinstance(v, str)]
+            if failed:
+                out[key] = failed[0][:500]
+                continue
+            if sorted(got) != list(range(wanted[key])):
+                continue  # a sample left unanswered
+            answers = [got[j] for j in sorted(got)]
+            usage = Usage()
+            for _, u in answers:  # type: ignore[misc]
+                usage = usage + u
+            texts = tuple(text for text, _ in answers)  # type: ignore[misc]
+            out[key] = Response(texts=texts, model=self.name, usage=usage, batch=True)
+        return out
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

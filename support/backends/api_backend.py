@@ -119,6 +119,14 @@ class ApiBackend(Backend):
         ~0.4 s to import alone, three times that beside the cases' image work)."""
         self._get_client()
 
+    async def _sdk(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """One SDK call outside the request path (a batch's upload, create, status, results),
+        with the SDK's own retries; any escaping error becomes a redacted BackendError."""
+        try:
+            return await call()
+        except Exception as exc:
+            raise backend_error(self.name, exc) from None
+
     async def _call(
         self,
         request: Request,

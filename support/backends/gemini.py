@@ -19,6 +19,7 @@ usually continues but may treat as a finished turn. `texts` hold only the genera
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from google import genai
@@ -30,11 +31,24 @@ from support.backends.api_keys import (
     is_malformed,
 )
 from support.backends.base import BackendError
+from support.batches import BatchLimits, BatchState
 from support.types import Request, Response, Usage
 
 RETRY_STATUS_CODES = [408, 429, 500, 502, 503, 504]
 RETRY_INITIAL_DELAY_S = 0.5
 RETRY_MAX_DELAY_S = 8.0
+# Batch Mode's inline requests (ai.google.dev/gemini-api/docs/batch-mode, taken 2026-11-25): up
+# to 20 MB a batch request; larger rounds go as several batches (a file upload, up to 2 GB, is
+# not used here)
+GEMINI_BATCH_LIMITS = BatchLimits(requests=100_000, bytes=20 * 2**20)
+# a batch job's state -> how it ended (None: pending or running)
+GEMINI_ENDINGS = {
+    "JOB_STATE_SUCCEEDED": "completed",
+    "JOB_STATE_PARTIALLY_SUCCEEDED": "completed",
+    "JOB_STATE_EXPIRED": "expired",
+    "JOB_STATE_CANCELLED": "cancelled",
+    "JOB_STATE_FAILED": "failed",
+}
 
 
 def gemini_contents(request: Request) -> tuple[list[types.Content], types.GenerateContentConfig]:
@@ -178,6 +192,54 @@ class GeminiBackend(ApiBackend):
     async def generate(self, request: Request) -> Response:
         contents, config = gemini_contents(request)
         return await self._call(request, lambda: self._once(contents, config), gemini_retryable)
+
+    # ---- Batch Mode (--batch, support/batches.py) -----------------------------------------
+    batch_limits = GEMINI_BATCH_LIMITS
+
+    async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
+        """Inline requests, each carrying its cache key in `metadata`."""
+        src = []
+        for key, request in items:
+            contents, config = gemini_contents(request)
+            item = types.InlinedRequest(contents=contents, config=config, metadata={"key": key})
+            src.append(item)
+        client = self._get_client()
+        job = await self._sdk(lambda: client.aio.batches.create(model=self.model_id, src=src))
+        return str(job.name)
+
+    async def batch_state(self, batch_id: str) -> BatchState:
+        client = self._get_client()
+        job = await self._sdk(lambda: client.aio.batches.get(name=batch_id))
+        state = getattr(job.state, "name", str(job.state))
+        stats = job.completion_stats
+        done = ((stats.successful_count or 0) + (stats.failed_count or 0)) if stats else 0
+        total = done + ((stats.incomplete_count or 0) if stats else 0)
+        return BatchState(state, GEMINI_ENDINGS.get(state), done, total)
+
+    async def batch_results(self, batch_id: str, keys: Sequence[str]) -> dict[str, Response | str]:
+        """The inlined responses, by the key in their metadata (else by position)."""
+        client = self._get_client()
+        job = await self._sdk(lambda: client.aio.batches.get(name=batch_id))
+        responses = (job.dest.inlined_responses if job.dest is not None else None) or []
+        wanted = set(keys)
+        out: dict[str, Response | str] = {}
+        for i, row in enumerate(responses):
+            meta = row.metadata or {}
+            key = meta.get("key") if isinstance(meta, dict) else None
+            if key is None and i < len(keys):
+                key = keys[i]
+            if key not in wanted:
+                continue
+            if row.error is not None:
+                out[key] = f"{row.error.code}: {row.error.message}"[:500]
+                continue
+            try:
+                texts, usage = gemini_result(row.response)
+            except Exception as exc:  # blocked or malformed: that item's failure
+                out[key] = f"{type(exc).__name__}: {exc}"[:500]
+                continue
+            out[key] = Response(texts=texts, model=self.name, usage=usage, batch=True)
+        return out
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

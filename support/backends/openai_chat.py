@@ -27,9 +27,10 @@ the JSON `create` sends for the same `openai_params` (unit/test_api_backends.py 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend, public_url
@@ -37,6 +38,7 @@ from support.backends.api_keys import (
     MalformedResponse,
     is_malformed,
 )
+from support.batches import BatchLimits, BatchState
 from support.types import Part, Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -147,6 +149,55 @@ def openai_result(completion: Any) -> tuple[tuple[str, ...], Usage]:
     return texts, Usage.reported(usage.prompt_tokens, usage.completion_tokens)
 
 
+# the Batch API's limits (platform.openai.com/docs/guides/batch, taken 2026-11-25): 50,000
+# requests and 200 MB of input file a batch
+OPENAI_BATCH_LIMITS = BatchLimits(requests=50_000, bytes=200 * 2**20)
+BATCH_ENDPOINT = "/v1/chat/completions"
+# a batch's status -> how it ended (None: running); "failed" is a batch refused whole
+OPENAI_ENDINGS = {
+    "completed": "completed",
+    "expired": "expired",
+    "cancelled": "cancelled",
+    "failed": "failed",
+}
+
+
+# the error codes of items a batch left unanswered when it expired or was cancelled
+UNANSWERED_CODES = ("batch_expired", "batch_cancelled")
+
+
+def openai_batch_line(key: str, body: bytes) -> bytes:
+    """One line of a batch input file: the request `body` (openai_body's bytes) under `key`."""
+    head = {"custom_id": key, "method": "POST", "url": BATCH_ENDPOINT}
+    return json.dumps(head, separators=(",", ":")).encode()[:-1] + b',"body":' + body + b"}\n"
+
+
+def openai_batch_row(row: Any) -> Response | str | None:
+    """A line of a batch's output or error file -> the answer, the item's error text, or None
+    (no outcome: the batch expired or was cancelled before it, or the row is not one)."""
+    from openai.types.chat import ChatCompletion
+
+    if not isinstance(row, dict):
+        return None
+    response = row.get("response")
+    if isinstance(response, dict) and response.get("status_code") == 200:
+        try:
+            texts, usage = openai_result(ChatCompletion.model_validate(response.get("body")))
+        except Exception as exc:  # a malformed answer is the item's failure
+            return f"malformed answer: {type(exc).__name__}: {exc}"[:500]
+        return Response(texts=texts, model="", usage=usage, batch=True)
+    error = row.get("error")
+    if error is None and isinstance(response, dict) and isinstance(response.get("body"), dict):
+        error = response["body"].get("error")
+    if isinstance(error, dict):
+        kind = error.get("code") or error.get("type") or "error"
+        if kind in UNANSWERED_CODES:  # the batch ended before it: not the item's failure
+            return None
+        return f"{kind}: {error.get('message', '')}"[:500]
+    status = response.get("status_code") if isinstance(response, dict) else None
+    return f"HTTP {status}" if status else "failed"
+
+
 def openai_retryable(exc: BaseException) -> bool:
     """Outer retry: malformed bodies, and connection errors the SDK's retries let through."""
     import openai
@@ -200,6 +251,58 @@ class OpenAIChatBackend(ApiBackend):
     async def generate(self, request: Request) -> Response:
         body = openai_body(request, self.model_id, self.prefill_mode == NATIVE)
         return await self._call(request, lambda: self._once(body), openai_retryable)
+
+    # ---- the Batch API (--batch, support/batches.py) ------------------------------------
+    batch_limits = OPENAI_BATCH_LIMITS
+
+    async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
+        """Upload the requests as a JSONL file (purpose "batch") and create a batch of it."""
+        native = self.prefill_mode == NATIVE
+        data = b"".join(
+            openai_batch_line(key, openai_body(request, self.model_id, native))
+            for key, request in items
+        )
+        client = self._get_client()
+        upload = await self._sdk(
+            lambda: client.files.create(file=("vlmbench-batch.jsonl", data), purpose="batch")
+        )
+        batch = await self._sdk(
+            lambda: client.batches.create(
+                input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h"
+            )
+        )
+        return str(batch.id)
+
+    async def batch_state(self, batch_id: str) -> BatchState:
+        client = self._get_client()
+        batch = await self._sdk(lambda: client.batches.retrieve(batch_id))
+        counts = batch.request_counts
+        done = (counts.completed + counts.failed) if counts is not None else 0
+        total = counts.total if counts is not None else 0
+        return BatchState(str(batch.status), OPENAI_ENDINGS.get(batch.status), done, total)
+
+    async def batch_results(self, batch_id: str, keys: Sequence[str]) -> dict[str, Response | str]:
+        """The output file's answers and the error file's failures, by custom_id (= cache key)."""
+        client = self._get_client()
+        batch = await self._sdk(lambda: client.batches.retrieve(batch_id))
+        wanted = set(keys)
+        found: dict[str, Response | str] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            content = await self._sdk(lambda file_id=file_id: client.files.content(file_id))
+            for line in content.text.splitlines():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                key = row.get("custom_id") if isinstance(row, dict) else None
+                result = openai_batch_row(row)
+                if key in wanted and result is not None:
+                    if isinstance(result, Response):
+                        result = dataclasses.replace(result, model=self.name)
+                    found.setdefault(key, result)
+        return found
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
