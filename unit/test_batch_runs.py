@@ -38,7 +38,8 @@ def test_pgt_two_stages_over_submit_and_collect_runs(run_suite, sample, monkeypa
     """Stage 1 is submitted, collected; stage 2 is submitted only then, and a waiting run scores
     every case with the bytes a synchronous run writes, having sent nothing synchronously."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    with LoopbackServer(answer, api_key=KEY, lifetime_s=300, batches=BatchPlan(polls=0)) as s:
+    plans = [BatchPlan(polls=0), BatchPlan(polls=60)]  # stage 2's batch: ~3 s of 0.05 s polls
+    with LoopbackServer(answer, api_key=KEY, lifetime_s=300, batches=plans) as s:
         base = (
             f"--pgt-dataset={sample}",
             "--model=openai:gpt-4o",
@@ -69,6 +70,7 @@ def test_pgt_two_stages_over_submit_and_collect_runs(run_suite, sample, monkeypa
         done, root = run_suite("pgt", *base, "--batch", run_id="r4")
         assert done.ret == 0, done.stdout.str()[-3000:]
         done.assert_outcomes(passed=cases)
+        done.stdout.fnmatch_lines([f"vlmbench: openai:gpt-4o: waiting on 1 batch(es) (batch_*"])
         stats = s.stats_json()
         assert stats["attempts"] == 0 and stats["batch_items"] == 2 * cases
 

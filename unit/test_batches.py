@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from support.backends.base import BackendError
 from support.backends.registry import BackendOptions, create_backend
@@ -22,6 +23,7 @@ from support.cache import ResponseCache
 from support.engine import ModelClient
 from support.loopback import Faults, LoopbackServer, ScriptRequest
 from support.loopback_batches import BatchPlan
+from support.spending import Ledger, Spending, SpendingCapReached
 from support.types import Part, Request, Response
 
 KEY = "k-batches-5f3e2a91"
@@ -48,22 +50,24 @@ def make_client(
     tmp: Path,
     mode: str | None = "wait",
     monkeypatch: pytest.MonkeyPatch | None = None,
+    model: str = "m-x",
+    spending: Spending | None = None,
 ) -> ModelClient:
     """A model client of `provider` on the loopback server; its cache and records in tmp."""
     assert monkeypatch is not None
     monkeypatch.setenv(ENV[provider], KEY)
     opts = BackendOptions(api_base=base_url(provider, s), max_retries=2, timeout_s=10)
-    backend = create_backend(f"{provider}:m-x", opts)
+    backend = create_backend(f"{provider}:{model}", opts)
     cache = ResponseCache(tmp / "cache" / "responses.sqlite")
     queue = None
     if mode is not None:
         records = BatchRecords(tmp / "cache" / "batches")
         queue = BatchQueue(backend, cache, records, mode=mode, poll_s=POLL_S, settle_s=0.05)
-    return ModelClient(backend, cache, concurrency=4, batches=queue)
+    return ModelClient(backend, cache, concurrency=4, batches=queue, spending=spending)
 
 
 def request(i: int, stage: str = "q", n: int = 1) -> Request:
-    image = Part(image=bytes([137, 80, 78, 71]) + bytes([i % 256]) * 40, mime="image/png")
+    image = Part.of_image(Image.new("RGB", (8 + i % 7, 8), (i % 256, 0, 0)))
     return Request(parts=(Part.of_text(f"{stage}{i}"), image), max_tokens=9, n=n)
 
 
@@ -77,7 +81,7 @@ async def one_case(client: ModelClient, i: int, stages: int = 1, n: int = 1) -> 
                 response = await client.generate(request(i, stage, n))
                 texts.append("+".join(response.texts))
                 stage = f"after[{response.text}]"
-    except (BackendError, BatchPending) as exc:
+    except (BackendError, BatchPending, SpendingCapReached) as exc:
         return f"{type(exc).__name__}: {exc}"
     return texts
 
@@ -210,7 +214,7 @@ def test_a_refused_batch_fails_its_requests_only(tmp_path, monkeypatch):
 
 def test_chunks_keep_order_within_the_limits():
     reqs = [(str(i), request(i)) for i in range(7)]
-    size = len(request(0).parts[1].image) * 2 + 1100  # about two requests
+    size = len(request(0).parts[1].image) * 3 + 2200  # about two requests
     cut = list(chunks(reqs, BatchLimits(requests=3, bytes=size * 10)))
     assert [[k for k, _ in c] for c in cut] == [["0", "1", "2"], ["3", "4", "5"], ["6"]]
     cut = list(chunks(reqs, BatchLimits(requests=100, bytes=size)))
@@ -222,3 +226,24 @@ def test_response_json_marks_batch_answers_only():
     assert "batch" not in plain.to_json()
     marked = Response(texts=("a",), model="m", batch=True)
     assert Response.from_json(marked.to_json()).batch
+
+
+@pytest.mark.parametrize("mode", ["wait", "submit"])
+def test_a_cap_prices_batches_at_the_batch_price_and_never_waits(mode, tmp_path, monkeypatch):
+    """A cap of 2.5 requests at the batch price: two go in the batch, the rest are refused at
+    once (a batch's requests stay in flight until it ends: waiting for them would stall the
+    round); a submitted request counts as spent."""
+    probe = Spending("openai", "gpt-4o", [], batch=True)
+    each = probe.estimate_usd(request(0))
+    assert each == pytest.approx(Spending("openai", "gpt-4o", []).estimate_usd(request(0)) / 2)
+    ledger = Ledger(2.5 * each, "--max-cost test")
+    spending = Spending("openai", "gpt-4o", [ledger], batch=True)
+    with server() as s:
+        client = make_client("openai", s, tmp_path, mode, monkeypatch, "gpt-4o", spending)
+        got = run_cases(client, 5)
+        assert sum(isinstance(r, str) and "SpendingCapReached" in r for r in got) == 3
+        assert [len(b.items) for b in s.batch_store.batches.values()] == [2]
+    if mode == "submit":
+        assert ledger.recorded_usd == pytest.approx(2 * each)
+    else:
+        assert 0 < ledger.recorded_usd <= 2 * each and ledger.in_flight_usd == 0
