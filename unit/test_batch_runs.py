@@ -70,7 +70,7 @@ def test_pgt_two_stages_over_submit_and_collect_runs(run_suite, sample, monkeypa
         done, root = run_suite("pgt", *base, "--batch", run_id="r4")
         assert done.ret == 0, done.stdout.str()[-3000:]
         done.assert_outcomes(passed=cases)
-        done.stdout.fnmatch_lines([f"vlmbench: openai:gpt-4o: waiting on 1 batch(es) (batch_*"])
+        done.stdout.fnmatch_lines(["vlmbench: openai:gpt-4o: waiting on 1 batch(es) (batch_*"])
         stats = s.stats_json()
         assert stats["attempts"] == 0 and stats["batch_items"] == 2 * cases
 
