@@ -80,8 +80,7 @@ def test_pgt_two_stages_over_submit_and_collect_runs(run_suite, sample, monkeypa
     for name in ("raw_results.jsonl", "summary.csv", "comparisons.csv"):
         assert (folder / "r4" / name).read_bytes() == (folder / "r5" / name).read_bytes(), name
     usage = {
-        r: (folder / r / "usage.csv").read_text().splitlines()[1].split(",")
-        for r in ["r4", "r5"]
+        r: (folder / r / "usage.csv").read_text().splitlines()[1].split(",") for r in ["r4", "r5"]
     }
     batch_cost, sync_cost = float(usage["r4"][4]), float(usage["r5"][4])
     assert batch_cost == pytest.approx(sync_cost / 2) and float(usage["r4"][5]) == batch_cost
