@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import time
 
 import pytest
 
@@ -40,15 +39,17 @@ def test_engine_runs_submissions_once_per_key():
 
 
 class SlowBackend(Backend):
-    """Sleeps `delay` per request and records the peak number in flight."""
+    """Sleeps `delay` per request and records the number in flight as each starts, and the peak."""
 
     def __init__(self, delay: float) -> None:
         self.name, self.identity, self.delay = "slow", {"model": "slow"}, delay
         self.in_flight = self.peak = self.calls = 0
+        self.starts: list[int] = []
 
     async def generate(self, request: Request) -> Response:
         self.calls += 1
         self.in_flight += 1
+        self.starts.append(self.in_flight)
         self.peak = max(self.peak, self.in_flight)
         await asyncio.sleep(self.delay)
         self.in_flight -= 1
@@ -62,12 +63,12 @@ def test_concurrency_is_bounded_and_used():
     async def main():
         return await asyncio.gather(*(client.generate(req(str(i))) for i in range(64)))
 
-    start = time.perf_counter()
     out = asyncio.run(main())
-    elapsed = time.perf_counter() - start
     assert [r.text for r in out] == [str(i) for i in range(64)]
     assert backend.peak == 8
-    assert elapsed < 64 * 0.02 / 2  # far from serial (1.28 s); ideal is 0.16 s
+    # far from serial: the limit is filled again as slots free (8 waves of 8 here; at least half
+    # asked); a serial client, a smaller limit or slots held after their requests never refill it
+    assert backend.starts.count(8) >= 4, backend.starts
 
 
 def test_micro_batcher_gathers_waiting_requests():

@@ -4,7 +4,6 @@ ones (each names the file and what is missing); the synthetic file built on firs
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import h5py
@@ -193,11 +192,8 @@ def test_a_group_is_not_a_dataset(tmp_path: Path) -> None:
 
 
 # ---- the synthetic default -------------------------------------------------------------------
-def test_synthetic_file_built_once_quickly(tmp_path: Path) -> None:
-    t0 = time.perf_counter()
-    path = ensure_nyu_mat(tmp_path)
-    took = time.perf_counter() - t0
-    assert took < 5.0, f"building the synthetic file took {took:.1f} s"
+def test_synthetic_file_built_once(tmp_path: Path) -> None:
+    path = ensure_nyu_mat(tmp_path)  # its build time: benchmarks/test_nyu_speed.py
     assert path.name == FILE_NAME and path.read_bytes()[:19] == b"MATLAB 7.3 MAT-file"
     mtime = path.stat().st_mtime_ns
     assert ensure_nyu_mat(tmp_path) == path and path.stat().st_mtime_ns == mtime  # not rebuilt

@@ -129,13 +129,15 @@ def test_refusals_and_non_answers_are_unparsable(text: str) -> None:
     assert parse_distance(text) is None, parse_answer(text)
 
 
-def test_long_answers_are_cut_and_fast() -> None:
-    import time
+# inputs that would backtrack catastrophically in a careless pattern; their parse time is
+# benchmarks/test_nyu_parser_speed.py's (under 2 s for all), here only what they parse to
+BACKTRACKING = {"1," * 3000: 1.0, "1 " * 3000 + "x": 1.0, "1.1.1." * 1000: 1.1, "- " * 3000: None}
+BACKTRACKING["5'" * 2000] = 5 * UNIT_METRES["ft"]
 
+
+def test_long_answers_are_cut() -> None:
     text = "blah 3D " * 5000 + "1.5 m"
     assert parse_distance(text) is None  # beyond MAX_CHARS
     assert parse_distance("1" * 10_000) is None  # overflows to inf: not a distance
-    t0 = time.perf_counter()
-    for bad in ("1," * 3000, "1 " * 3000 + "x", "1.1.1." * 1000, "- " * 3000, "5'" * 2000):
-        _ok(parse_distance(bad))
-    assert time.perf_counter() - t0 < 2.0  # no catastrophic backtracking
+    for bad, metres in BACKTRACKING.items():
+        assert parse_distance(bad) == pytest.approx(metres), bad[:12]
