@@ -301,6 +301,7 @@ def test_loopback_answers_429_with_retry_after_past_its_rate():
     assert stats["rate_limited"] == 1 and stats["answered"] == 1
 
 
+@pytest.mark.slow
 def test_pointing_through_openai_against_a_rate_limited_server(synthetic_cholecseg8k, tmp_path):
     """60 requests, 8 at first, against 40 requests/s: 429s come back through the SDK's own
     retries, the limit is cut, and every case is scored."""
@@ -371,6 +372,7 @@ def test_each_sdk_reports_every_429_it_retries(provider):
     assert client.aimd is not None and client.aimd.cuts >= 1
 
 
+@pytest.mark.slow
 def test_a_bad_concurrency_is_a_usage_error_naming_the_option(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", str(REPO / "evals" / "pointing"), f"--rootdir={REPO}",

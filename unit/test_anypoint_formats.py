@@ -153,6 +153,7 @@ def check_hard_data(folder: Path, doc: dict) -> int:
     return len(records)
 
 
+@pytest.mark.slow
 def test_a_dynamic_run_reads_back_with_anypoints_rules(run_suite):
     """A real run (a model failing about half of every category, two lambdas and random):
     every results.json and hard_data folder passes AnyPoint's rules."""

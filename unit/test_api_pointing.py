@@ -22,6 +22,8 @@ import pytest
 
 from support.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 pytest.importorskip("google.genai")

@@ -11,6 +11,8 @@ import pytest
 from support.loopback import LoopbackServer, ScriptRequest
 from support.loopback_batches import BatchPlan
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 KEY = "sk-batch-runs-7c1d55e0"
 
 

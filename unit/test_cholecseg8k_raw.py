@@ -328,6 +328,7 @@ def raw_results(results: Path, run_id: str = "r1") -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]
 
 
+@pytest.mark.slow
 def test_oracle_run_on_a_raw_tree(run_suite, tree: Path) -> None:
     result, results = run_suite(
         "pointing", f"--cholecseg8k={tree}", "-m", "quick", "--model=oracle"
@@ -346,6 +347,7 @@ def test_oracle_run_on_a_raw_tree(run_suite, tree: Path) -> None:
         assert present == int(organ in organs_of(path))
 
 
+@pytest.mark.slow
 def test_hub_id_runs_once_downloaded(run_suite, tree: Path, tmp_path: Path) -> None:
     missing, _ = run_suite("pointing", "--cholecseg8k=minwoosun/CholecSeg8k", "-m", "quick",
                            "--model=oracle", cache="empty")  # fmt: skip

@@ -191,6 +191,7 @@ def test_holm_hand_computed():
     assert holm([]).size == 0 and np.isnan(holm([np.nan])).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.floats(0, 1), st.just(float("nan")), st.sampled_from([0.01, 0.05])),
                 max_size=30))  # fmt: skip

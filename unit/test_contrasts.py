@@ -97,6 +97,7 @@ def test_no_pairs_is_a_note_not_an_error() -> None:
     assert notes == ["model b vs a: no pairs"]
 
 
+@pytest.mark.slow
 def test_comparisons_csv_end_to_end(run_suite) -> None:
     result, results = run_suite("pointing", "-m", "quick", "--model=oracle,chance")
     assert result.ret == 0, result.stdout.str()

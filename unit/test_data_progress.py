@@ -28,6 +28,7 @@ def test_modules_without_the_mark_name_none(tmp_path: Path) -> None:
     assert marked_evaluation(tmp_path / "missing.py") is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_the_controller_says_what_it_loads_before_the_session(run_suite, workers) -> None:
     result, _ = run_suite("nyu_distance", "-m", "quick", "--model=oracle", *workers)

@@ -55,6 +55,7 @@ def stored_responses(tmp: Path) -> int:
         return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", list(PROVIDERS))
 def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
     provider, synthetic_cholecseg8k, tmp_path
@@ -93,6 +94,7 @@ def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
     assert str(estimate["text_counted_by"]) == tokens.text_method(provider)
 
 
+@pytest.mark.slow
 def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
     """pgt's stage 2 always follows stage 1, n requests for n samples: the count is exact."""
     from support.synthetic.pgt_images import build_pgt_sample
@@ -110,6 +112,7 @@ def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
     assert estimate["requests_to_send"] == server.stats.attempts == 6 * 2 + 6 * 4
 
 
+@pytest.mark.slow
 def test_dynamic_rounds_are_counted_from_placeholder_answers(tmp_path):
     """dynamic's later rounds follow from the answers; its quick search asks K tasks a round
     whatever they are. Its real run sends some requests again before the cache holds them (40
@@ -155,6 +158,7 @@ def test_batch_price_is_half_the_list_price():
     assert batch_cost_usd("openai", "no-such-model", usage) is None
 
 
+@pytest.mark.slow
 def test_a_dry_run_needs_no_key(tmp_path):
     """The estimate comes before the key: nothing is sent, so a missing key is no usage error
     (the same command without --dry-run is one, exit 4, naming the variable)."""

@@ -16,6 +16,8 @@ from support.dynamic.assets import read_assets
 from support.dynamic.scenes import assemble
 from support.dynamic.search import Search, SearchConfig
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 PLANTED = "planted:where_distance=0.9,*=0.05"
 SMALL = ("--dynamic-budget=12", "--dynamic-batch=5", "--dynamic-pool=40")  # rounds of 5, 5, 2
 B, K = 12, 5

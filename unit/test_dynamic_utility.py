@@ -113,6 +113,7 @@ def unit_rows(dim: int) -> st.SearchStrategy[np.ndarray]:
     )
 
 
+@pytest.mark.slow
 @given(
     data=st.data(),
     dim=st.integers(1, 5),

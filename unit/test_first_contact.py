@@ -78,6 +78,7 @@ def rounds(pytester: pytest.Pytester, tmp_path: Path, no_keys: None):
 # -- item 2: a model that cannot run here -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_model_without_its_key_stops_the_run_naming_the_variable(rounds, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)  # set, and never printed
     result = rounds("--model=oracle,gpt-4o-mini,claude-sonnet-4-20250514")
@@ -89,6 +90,7 @@ def test_a_model_without_its_key_stops_the_run_naming_the_variable(rounds, monke
     assert SECRET not in err + result.stdout.str()
 
 
+@pytest.mark.slow
 def test_skip_unavailable_skips_and_the_summary_gives_the_reason_without_rs(rounds):
     result = rounds("--model=oracle,gemini-2.0-flash", "--skip-unavailable")
     assert result.ret == 0, result.stdout.str()[-2000:]
@@ -99,6 +101,7 @@ def test_skip_unavailable_skips_and_the_summary_gives_the_reason_without_rs(roun
     assert sum(line.startswith("skipped ") for line in lines) == 1
 
 
+@pytest.mark.slow
 def test_a_run_without_skips_prints_no_skip_summary(rounds):
     result = rounds("--model=oracle")
     assert result.ret == 0, result.stdout.str()[-2000:]
@@ -197,6 +200,7 @@ def test_malformed_data_files_are_usage_errors(tmp_path):
         configure("pointing", tmp_path, cholecseg8k="someone/Data")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("evaluation", "option"),
     [("pointing", "--cholecseg8k"), ("pgt", "--pgt-dataset"), ("nyu_distance", "--nyu-mat")],
@@ -212,6 +216,7 @@ def test_a_missing_data_path_stops_the_run_with_exit_4(run_suite, tmp_path, eval
 # -- item 7: the cache and results in the rootdir ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_run_started_in_a_subfolder_writes_under_the_rootdir(tmp_path, no_keys):
     root = tmp_path / "repo"
     sub = root / "evals"

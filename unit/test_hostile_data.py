@@ -64,6 +64,7 @@ def test_absolute_paths_inside_a_root_and_roots_from_the_options_are_accepted(da
         load_csv(rooted, paths=ImagePaths(roots={"rooted": tmp_path / "images"}))
 
 
+@pytest.mark.slow
 def test_the_secret_is_never_read_in_a_run(run_suite, data):
     result, results = run_suite("pgt", f"--pgt-dataset={csv(data, 'a.png', '../secret.txt')}")
     assert result.ret not in (0, 3)
@@ -119,6 +120,7 @@ def test_a_bad_image_is_never_sent(data, tmp_path):
 
 
 # ---- a picture that cannot be drawn costs no result -------------------------------------------
+@pytest.mark.slow
 def test_html_with_a_corrupt_image_keeps_every_result(run_suite, data, tmp_path):
     (data / "garbage.png").write_bytes(b"\x00\x13garbage, not a png" * 20)
     report = tmp_path / "report.html"

@@ -111,6 +111,7 @@ def reply(request):
 """
 
 
+@pytest.mark.slow
 def test_html_page_is_not_the_answers_size(run_suite, tmp_path, monkeypatch):
     """Every answer 1 MiB: the page stays small and says where the whole answer is (before the
     cap: 23.3 MB for these 11 cases)."""
@@ -178,6 +179,7 @@ def suite_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(tmp_path), **extra}
 
 
+@pytest.mark.slow
 def test_a_full_results_disk_names_the_file_and_loses_no_other(tmp_path, shared_cache):
     """raw_results.jsonl (11 answers of 128 KiB) cannot be written: the run says so naming it,
     exits non-zero, and writes every other file, manifest.json included."""
@@ -201,6 +203,7 @@ def test_a_full_results_disk_names_the_file_and_loses_no_other(tmp_path, shared_
     assert json.loads((folder / "manifest.json").read_text())["completion"]["complete"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_sigint_marks_the_results_partial(tmp_path, shared_cache, workers):
     """SIGINT once 3 cases have passed: the files are written, and report.md, manifest.json and

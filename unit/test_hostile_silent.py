@@ -79,6 +79,7 @@ def test_nyu_images_without_pairs_among_good_ones_are_named_once(tmp_path):
     assert ev.images == [0, 1, 2, 3] and {c.params["image_idx"] for c in ev.cases()} == {0, 3}
 
 
+@pytest.mark.slow
 def test_nyu_mat_without_valid_depth_stops_the_run_naming_it(run_suite, tmp_path):
     mat = _mat(tmp_path / "nyu.mat", [np.full((H, W), np.nan, dtype=np.float32)])
     result, _ = run_suite("nyu_distance", "--model=oracle", f"--nyu-mat={mat}", "-m", "quick")

@@ -22,6 +22,8 @@ import pytest
 
 from support import evaluations
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 HERE = Path(__file__).parent
 REPO = HERE.parent
 MODELS = {

@@ -98,6 +98,7 @@ def pictures(rows: dict[str, dict]) -> list[str]:
     return [html.unescape(src) for src in found]
 
 
+@pytest.mark.slow
 def test_a_wrong_answer_shows_as_wrong_in_the_results_table(run):
     """All rows are 'Passed' to pytest (a wrong answer is a measurement); the Status column says
     what the model did, it sorts, and the summary offers a filter per status."""
@@ -118,6 +119,7 @@ def test_a_wrong_answer_shows_as_wrong_in_the_results_table(run):
     assert "body.vlmbench-hide-wrong #results-table tbody:has(td.col-status.vlmbench-wrong)" in text
 
 
+@pytest.mark.slow
 def test_summaries_in_run_order_with_contents_and_report_md_numbers(run):
     """pointing runs before nyu_distance (the order on the command line), so its summary comes
     first, though alphabetically it is second; a contents list links both; the comparison
@@ -147,6 +149,7 @@ def test_summaries_in_run_order_with_contents_and_report_md_numbers(run):
     assert "vlmbench-data" not in pointing
 
 
+@pytest.mark.slow
 def test_pictures_past_the_inline_budget_are_linked_files(run):
     """With --self-contained-html the pictures are inlined up to --html-inline-mb; the rest are
     files beside the report, loaded lazily, and the summary says where they are."""
@@ -166,6 +169,7 @@ def test_pictures_past_the_inline_budget_are_linked_files(run):
     assert f"{len(linked)} in report_assets/ beside this report" in text
 
 
+@pytest.mark.slow
 def test_a_report_that_is_not_self_contained_links_every_picture(run):
     _, _, page = run()
     rows = rows_of(page)
@@ -176,6 +180,7 @@ def test_a_report_that_is_not_self_contained_links_every_picture(run):
     assert all((page.parent / s).is_file() for s in found)
 
 
+@pytest.mark.slow
 def test_pointing_picture_is_large_with_a_visible_outline(run):
     """The picture is 640 px wide (the 768 px canvas scaled; a click shows it at full size in
     the page) and the organ's outline is several pixels wide after the scaling."""
@@ -198,6 +203,7 @@ def test_html_table_formats_like_report_md():
     assert "NaN" not in table
 
 
+@pytest.mark.slow
 def test_inline_mb_must_be_a_size(run_suite):
     result, _ = run_suite("pointing", "--html-inline-mb=-1", "--collect-only")
     assert result.ret == 4

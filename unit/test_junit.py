@@ -18,6 +18,8 @@ import pytest
 import xmlschema
 from _pytest.junitxml import families
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = Path(__file__).parent / "schemas" / "junit-10.xsd"
 

@@ -31,6 +31,7 @@ def cholecseg8k(synthetic_cholecseg8k) -> Path:
     return synthetic_cholecseg8k
 
 
+@pytest.mark.slow
 def test_pointing_quick_runs_on_the_tiny_model(tiny_model, cholecseg8k, tmp_path):
     """Nonsense answers become `unparsable` outcomes, never crashes; prompts are recorded."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

@@ -109,6 +109,7 @@ def test_the_default_image_limit_is_the_most_an_evaluation_sends():
     assert (extra["max_images"], extra["max_batch"]) == (9, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--max-images=0", "--max-batch=0"])
 def test_engine_limits_below_one_are_usage_errors(flag):
     out = subprocess.run(

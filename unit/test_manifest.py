@@ -391,6 +391,7 @@ def nyu_run(run_suite):
     return _run
 
 
+@pytest.mark.slow
 def test_a_run_writes_every_field_and_xdist_agrees(nyu_run, tmp_path):
     folder = write_nyu_folder(tmp_path / "nyu")
     serial, out = nyu_run(folder, "--seed=5", run_id="serial")
@@ -437,6 +438,7 @@ def test_a_run_writes_every_field_and_xdist_agrees(nyu_run, tmp_path):
     assert parallel["prompts"] == serial["prompts"]
 
 
+@pytest.mark.slow
 def test_a_changed_data_file_changes_the_fingerprint(nyu_run, tmp_path):
     folder = write_nyu_folder(tmp_path / "nyu")
     memo = mf.FileHashes(tmp_path / "cache" / mf.HASH_MEMO)  # the run's cache folder

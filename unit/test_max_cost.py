@@ -39,6 +39,7 @@ def request(text: str = "x" * 400, max_tokens: int = 100) -> Request:
     return Request(parts=(Part(text=text),), max_tokens=max_tokens)
 
 
+@pytest.mark.slow
 def test_a_request_waits_for_in_flight_answers_then_is_refused_past_the_cap():
     spending = Spending(
         "anthropic", "claude-sonnet-4-20250514", [Ledger(1.0, "--max-cost 1.00 USD")]
@@ -75,6 +76,7 @@ def test_a_request_waits_for_in_flight_answers_then_is_refused_past_the_cap():
     assert ledger.stopped is not None and ledger.recorded_usd <= ledger.cap_usd
 
 
+@pytest.mark.slow
 def test_a_models_cap_stops_that_model_and_the_runs_cap_all_of_them():
     run_cap = Ledger(1.0, "--max-cost 1 USD")
     own = Ledger(1.0, "--max-cost 1 USD for gpt-4o")
@@ -138,6 +140,7 @@ def junit(tmp: Path, run_id: str) -> tuple[int, list[str]]:
     return passed, skipped
 
 
+@pytest.mark.slow
 def test_a_run_capped_at_half_its_cost_stops_within_it_and_the_rerun_completes_it(
     synthetic_cholecseg8k, tmp_path
 ):
@@ -174,6 +177,7 @@ def test_a_run_capped_at_half_its_cost_stops_within_it_and_the_rerun_completes_i
     )
 
 
+@pytest.mark.slow
 def test_a_bad_max_cost_is_a_usage_error_naming_the_option(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["OPENAI_API_KEY"] = KEY

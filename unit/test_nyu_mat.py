@@ -192,6 +192,7 @@ def test_a_group_is_not_a_dataset(tmp_path: Path) -> None:
 
 
 # ---- the synthetic default -------------------------------------------------------------------
+@pytest.mark.slow
 def test_synthetic_file_built_once(tmp_path: Path) -> None:
     path = ensure_nyu_mat(tmp_path)  # its build time: benchmarks/test_nyu_speed.py
     assert path.name == FILE_NAME and path.read_bytes()[:19] == b"MATLAB 7.3 MAT-file"

@@ -180,6 +180,7 @@ def test_a_folder_without_depths_is_an_error_naming_the_file(tmp_path):
         NyuFolder(tmp_path)
 
 
+@pytest.mark.slow
 def test_source_run_on_the_originals_folder(run_suite, source_folder):
     _, folder = source_folder
     result, results = run_suite(

@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 SOURCE_FIELDS = {
     "image_idx",
     "pair_idx",

@@ -472,6 +472,7 @@ def test_make_all_skips_what_the_data_cannot_make(tmp_path):
     assert "macro_f1_bars.pdf" in {p.name for p in written}
 
 
+@pytest.mark.slow
 def test_cli_main_writes_and_prints_the_paths(tree, tmp_path, capsys):
     argv = [str(tree[0]), "--out", str(tmp_path), "--models", "qwen25-vl-7b", "--method", "cot"]
     assert main(argv) == 0
@@ -495,6 +496,7 @@ def test_cli_reports_a_malformed_file(tmp_path, capsys):
     assert "performance_x.json: missing key 'metrics.accuracy'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_module_runs_end_to_end(tmp_path):
     for phrase, mode in METHODS:
         doc = performance("d3", "qwen25-vl-7b", phrase, mode)

@@ -13,6 +13,8 @@ import pytest
 
 from support.pgt.phrases import MODES
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 # the keys of the source's example files
 PERFORMANCE_KEYS = {"model", "dataset", "phrase", "mode", "n_responses", "metrics"}
 METRIC_KEYS = {

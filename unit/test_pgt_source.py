@@ -380,6 +380,7 @@ def read(path: Path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_quick_oracle_run_is_perfect_in_both_profiles(run_suite):
     for compat, run_id in (("source", "s"), ("writeup", "w")):
         result, root = run_suite(  # --override: the first run's files would be kept results
@@ -397,6 +398,7 @@ def test_quick_oracle_run_is_perfect_in_both_profiles(run_suite):
         assert (summary["accuracy"] == 1.0).all() and (summary["macro_f1"] == 1.0).all()
 
 
+@pytest.mark.slow
 def test_source_files(run_suite, sample, tmp_path):
     result, root = run_suite(
         "pgt",
@@ -450,6 +452,7 @@ def test_source_files(run_suite, sample, tmp_path):
     assert len(df) == 2 * 2 * 2 and df["macro_f1_lo"].notna().all()
 
 
+@pytest.mark.slow
 def test_d3_as_published_runs_end_to_end_in_both_profiles(run_suite, tmp_path):
     # the repository's data/d3 CSVs: `image,answer`, absolute /data3/zkachwal/ELSA_D3 paths
     data, images = tmp_path / "data", tmp_path / "ELSA_D3"

@@ -14,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+
 METRICS = ["accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate"]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from support.memo import FileMemo
 from support.pointing.classes import ORGAN_IDS
 from support.pointing.spec import PointingSettings
@@ -23,6 +25,7 @@ def load(data: Path, cache: Path, use_cache: bool = True) -> PointingEvaluation:
     return PointingEvaluation.load(run, PointingSettings(cholecseg8k=str(data)))
 
 
+@pytest.mark.slow
 def test_a_rerun_reads_the_canvases_the_first_run_made(synthetic_cholecseg8k, tmp_path):
     cache = tmp_path / "cache"
     first = load(synthetic_cholecseg8k, cache)
@@ -45,6 +48,7 @@ def test_a_rerun_reads_the_canvases_the_first_run_made(synthetic_cholecseg8k, tm
     assert part.mime == "image/png" and (box.src_w, box.src_h) == plain.labels(rows[0]).shape[::-1]
 
 
+@pytest.mark.slow
 def test_a_rerun_reads_the_targets_without_decoding_labels(synthetic_cholecseg8k, tmp_path):
     cache = tmp_path / "cache"
     first = load(synthetic_cholecseg8k, cache)

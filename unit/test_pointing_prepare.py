@@ -218,6 +218,7 @@ def test_load_prepared_missing_files(tmp_path: Path) -> None:
         load_prepared(tmp_path)
 
 
+@pytest.mark.slow
 def test_cli(small: CholecSeg8k, tmp_path: Path) -> None:
     out = tmp_path / "cli"
     cmd = [sys.executable, "-m", "support.pointing.prepare", "--cholecseg8k", small.source,

@@ -610,6 +610,7 @@ def test_source_files_golden(tmp_path: Path) -> None:
 
 
 # ---- the suite end to end ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_source_quick_oracle_reads_one(run_suite, data: Path) -> None:
     args = (f"--cholecseg8k={data}", "--compat=source", "--model=oracle", "-m", "quick")
     result, results = run_suite("pointing", *args)
@@ -635,6 +636,7 @@ def test_source_quick_oracle_reads_one(run_suite, data: Path) -> None:
     assert set(json.loads(made.read_text())) == {"split", "n", "indices"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("compat", ["writeup", "source"])
 def test_prepared_folder_end_to_end(run_suite, data: Path, data_info: Path, compat: str) -> None:
     args = (f"--cholecseg8k={data}", f"--pointing-prepared={data_info}", f"--compat={compat}")

@@ -29,6 +29,7 @@ def raw_rows(results: Path, run_id: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_a_rerun_reads_kept_results_back_into_the_same_tables(run_suite):
     first, results = run_suite("pgt", *ARGS, run_id="a")
     assert first.ret == 0, first.stdout.str()[-3000:]
@@ -54,6 +55,7 @@ def test_a_rerun_reads_kept_results_back_into_the_same_tables(run_suite):
     assert kept.read_bytes() == kept_bytes and kept.stat().st_mtime_ns == kept_mtime
 
 
+@pytest.mark.slow
 def test_images_the_kept_results_lack_are_evaluated_and_override_reruns(run_suite):
     first, results = run_suite("pgt", *ARGS, run_id="a")
     assert first.ret == 0, first.stdout.str()[-3000:]

@@ -57,6 +57,7 @@ def suite(pytester: pytest.Pytester, tmp_path: Path):
     return _run
 
 
+@pytest.mark.slow
 def test_rounds_serial_and_xdist_agree_and_follow_the_history(suite, tmp_path):
     args = ("--rounds=4", "--rounds-batch=3", "--no-cache")
     serial, rows = suite(*args, run_id="serial")
@@ -90,6 +91,7 @@ def test_rounds_serial_and_xdist_agree_and_follow_the_history(suite, tmp_path):
     assert max(r["extra"]["task"] for r in rows) < N_TASKS
 
 
+@pytest.mark.slow
 def test_a_later_round_alone_runs_its_earlier_rounds_first(suite):
     result, rows = suite("--model=chance", "-k", "a-round-2", "--no-cache")
     assert result.ret == 0, result.stdout.str()
@@ -100,6 +102,7 @@ def test_a_later_round_alone_runs_its_earlier_rounds_first(suite):
     assert rows == [r for r in all_rows if r["params"]["round"] == 2]
 
 
+@pytest.mark.slow
 def test_its_options_are_validated_as_usage_errors(suite):
     result, _ = suite("--rounds-batch=0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

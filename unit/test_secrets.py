@@ -164,6 +164,7 @@ def leaks(tmp: Path, proc: subprocess.CompletedProcess, secrets: list[str]) -> l
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("model", "key"), [("openai:loop", SHORT_KEY), ("openai-compatible:loop", None)]
 )
@@ -196,6 +197,7 @@ def test_echoed_secrets_reach_no_artifact(model, key, synthetic_cholecseg8k, tmp
     assert leaks(out, proc, secrets) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_url_credentials_do_not_replace_the_key(provider, synthetic_cholecseg8k, tmp_path):
     with LoopbackServer(lambda _r: '{"present": 0}', api_key=SHORT_KEY, lifetime_s=120) as srv:

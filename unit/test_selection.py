@@ -86,6 +86,7 @@ def collected(result) -> set[str]:
     return set(re.findall(r"test_pgt\[([^\]]+)\]", result.stdout.str()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("expression", "want"),
     [

@@ -42,6 +42,7 @@ def pycocotools_map(folder: Path) -> float:
     return float(e.stats[0])
 
 
+@pytest.mark.slow
 def test_quick_run_oracle_reads_one_and_map_is_pycocotools(run, tmp_path):
     html = tmp_path / "report.html"
     gates = ("--min-metric", "surgvqa.bleu@oracle=1", "--min-metric", "surgvqa.map@oracle=1")
@@ -100,6 +101,7 @@ def silent(request):
 """
 
 
+@pytest.mark.slow
 def test_writeup_numbers_through_the_suite(run, pytester, monkeypatch, tmp_path):
     root = tmp_path / "surgvu"
     for case, where in (("case001", "surgery"), ("case002", "procedure"), ("case003", "operation")):
@@ -127,6 +129,7 @@ def test_writeup_numbers_through_the_suite(run, pytester, monkeypatch, tmp_path)
     assert csv_mean == pytest.approx(PRINTED_MEAN, rel=1e-5)  # summary.csv: 6 digits
 
 
+@pytest.mark.slow
 def test_empty_answers_score_zero_and_nothing_crashes(run, pytester, monkeypatch):
     pytester.makepyfile(answers=ANSWERS_SCRIPT)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
@@ -146,6 +149,7 @@ def pycocotools_map_of_empty(folder: Path) -> float:
     return stats["AP"]
 
 
+@pytest.mark.slow
 def test_bad_options_and_files_are_named(run, tmp_path):
     result, _ = run("--surgvqa-root", str(tmp_path / "missing"))
     assert result.ret == 4

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from reports import terminal
 from support.types import Outcome
@@ -93,6 +94,7 @@ nyu_summary.summarize = _broken
 """
 
 
+@pytest.mark.slow
 def test_a_broken_summary_costs_no_other_evaluation(pytester, run_suite) -> None:
     pytester.makepyfile(plant_broken_summary=BROKEN_SUMMARY)
     pytester.syspathinsert()
@@ -110,6 +112,7 @@ def test_a_broken_summary_costs_no_other_evaluation(pytester, run_suite) -> None
     assert (pytester.path / "junit.xml").is_file()
 
 
+@pytest.mark.slow
 def test_pipeline_errors_are_named_with_a_rerun_command(run_suite) -> None:
     result, results = run_suite(
         "nyu_distance", "--model=openai-compatible:nothing", "-m", "quick",
@@ -122,6 +125,7 @@ def test_pipeline_errors_are_named_with_a_rerun_command(run_suite) -> None:
     assert (results / "nyu_distance" / "r1" / "summary.csv").is_file()
 
 
+@pytest.mark.slow
 def test_the_main_job_summary_fits_a_screen(run_suite) -> None:
     """Everything after the progress dots of a two-evaluation quick run, by default and -v."""
     args = ("--model=oracle,chance", "-m", "quick")

@@ -319,9 +319,11 @@ def _check_suite(tmp: Path, shared_cache: Path, model: str, *args: str) -> None:
         assert (tmp / "results" / ev / "r2" / "raw_results.jsonl").read_bytes() == r1, ev
 
 
+@pytest.mark.slow
 def test_every_evaluation_runs_offline(tiny, tmp_path, shared_cache):
     _check_suite(tmp_path, shared_cache, f"vllm:{tiny}")
 
 
+@pytest.mark.slow
 def test_every_evaluation_runs_served(server, tmp_path, shared_cache):
     _check_suite(tmp_path, shared_cache, "openai-compatible:tiny", f"--api-base={server}")
