@@ -3,12 +3,12 @@
     pytest benchmarks/test_adaptive_concurrency.py --benchmark-only -s -p no:randomly
 
 Workload: `BENCH_N` (default 300) distinct text requests through ModelClient and the OpenAI SDK
-(`openai:bench`, no cache) to the loopback server in its own process (`python -m support.loopback
---rate-limit R --burst B --latency L`): R = `BENCH_RATE` requests/s (default 20), a bucket of
-B = `BENCH_BURST` (default 5), L = `BENCH_LATENCY` seconds a response (default 0.3), so R x L = 6
-requests in flight saturate the limit. A fresh server for each of `--concurrency auto`, 8 and 32;
-the SDK retries every 429 (max_retries 100, honouring retry-after); a request still refused after
-that is counted as failed.
+(`openai:bench`, no cache) to the loopback server in its own process (`python -m
+support.testing.loopback --rate-limit R --burst B --latency L`): R = `BENCH_RATE` requests/s
+(default 20), a bucket of B = `BENCH_BURST` (default 5), L = `BENCH_LATENCY` seconds a response
+(default 0.3), so R x L = 6 requests in flight saturate the limit. A fresh server for each of
+`--concurrency auto`, 8 and 32; the SDK retries every 429 (max_retries 100, honouring retry-after);
+a request still refused after that is counted as failed.
 
 Measured from the server's stats: sustained throughput = answered / (last response - first
 request), as a share of R; the share of requests answered 429 = 429s / all requests received.
@@ -42,7 +42,7 @@ RESULTS: dict[str, dict] = {}
 def start_server() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "support.loopback", "--answer", "ok", "--api-key", KEY),
+            *(sys.executable, "-m", "support.testing.loopback", "--answer", "ok", "--api-key", KEY),
             *("--latency", str(LATENCY_S), "--rate-limit", str(RATE), "--burst", str(BURST)),
             *("--lifetime", "600"),
         ],

@@ -5,7 +5,7 @@
 
 Workload: the pointing evaluation on the synthetic CholecSeg8k-format data, `--samples 30`, all
 three conditions (30 x 12 organs x 3 = 1,080 requests), `--concurrency 32`, through the OpenAI SDK
-(`openai-compatible:bench`) to the loopback server (`python -m support.loopback`) in its own
+(`openai-compatible:bench`) to the loopback server (`python -m support.testing.loopback`) in its own
 process, at 0 ms and 100 ms server latency. Each run gets a fresh server and a fresh response cache
 (a new --cache-dir holding hard links to the prepared synthetic data; no responses and no stored
 canvases, so every frame is encoded again).
@@ -150,7 +150,7 @@ class Run:
 def loopback(latency_ms: int, record: Path | None = None) -> Iterator[str]:
     """A fresh loopback server process; yields its root URL."""
     cmd = [
-        *(sys.executable, "-m", "support.loopback", "--answer", ANSWER, "--api-key", KEY),
+        *(sys.executable, "-m", "support.testing.loopback", "--answer", ANSWER, "--api-key", KEY),
         *("--latency", str(latency_ms / 1000), "--lifetime", str(TIMEOUT_S)),
         *(("--record", str(record)) if record else ()),
     ]

@@ -37,7 +37,15 @@ ANSWER = '{"name":"X","present":0,"point_canvas":null}'
 def server_url():
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "support.loopback", "--answer", ANSWER, "--api-key", KEY),
+            *(
+                sys.executable,
+                "-m",
+                "support.testing.loopback",
+                "--answer",
+                ANSWER,
+                "--api-key",
+                KEY,
+            ),
             *("--latency", str(LATENCY_S), "--lifetime", "900"),
         ],
         cwd=REPO,

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from support.dynamic.assets import ensure_assets, read_assets
-from support.dynamic.embedder import load_embedder
-from support.dynamic.planted import PlantedRule
-from support.dynamic.search import Evaluated, Search, SearchConfig
+from support.evaluations.dynamic.assets import ensure_assets, read_assets
+from support.evaluations.dynamic.embedder import load_embedder
+from support.evaluations.dynamic.planted import PlantedRule
+from support.evaluations.dynamic.search import Evaluated, Search, SearchConfig
 
 PLANTED = "where_distance=0.9,*=0.05"
 NULL = "*=0.3"

@@ -24,8 +24,8 @@ N_REQUESTS = 32
 def requests_and_model(tmp_path_factory):
     from PIL import Image
 
-    from support.pointing.prompts import SYSTEM_PROMPT, user_prompt
-    from support.synthetic.tiny_vlm import ensure_tiny_vlm
+    from support.evaluations.pointing.prompts import SYSTEM_PROMPT, user_prompt
+    from support.testing.tiny_vlm import ensure_tiny_vlm
     from support.types import Part, Request
 
     model = ensure_tiny_vlm(tmp_path_factory.mktemp("models"))

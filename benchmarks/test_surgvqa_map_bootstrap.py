@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from support.surgvqa.boxes import Box
-from support.surgvqa.coco import FrameTruth, detections, ground_truth, map_bootstrap
-from support.surgvqa.tools import TOOL_CLASSES
+from support.evaluations.surgvqa.boxes import Box
+from support.evaluations.surgvqa.coco import FrameTruth, detections, ground_truth, map_bootstrap
+from support.evaluations.surgvqa.tools import TOOL_CLASSES
 
 N_FRAMES, N_CLUSTERS, RESAMPLES = 740, 7, 100
 

@@ -67,7 +67,7 @@ def engine_env():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from support.synthetic.tiny_vlm import ensure_tiny_vlm
+    from support.testing.tiny_vlm import ensure_tiny_vlm
 
     return ensure_tiny_vlm(tmp_path_factory.mktemp("models"))
 

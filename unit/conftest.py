@@ -28,7 +28,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def synthetic_cholecseg8k(shared_cache: Path) -> Path:
     """The default synthetic CholecSeg8k (a raw tree), built once per run."""
-    from support.synthetic.cholecseg8k import ensure_cholecseg8k
+    from support.evaluations.pointing.synthetic import ensure_cholecseg8k
 
     return ensure_cholecseg8k(shared_cache)
 

@@ -23,7 +23,7 @@ from support.concurrency import (
     retry_after_s,
 )
 from support.engine import ModelClient
-from support.loopback import LoopbackServer, RateLimit, TokenBucket
+from support.testing.loopback import LoopbackServer, RateLimit, TokenBucket
 from support.types import Request, Response
 
 REPO = Path(__file__).resolve().parents[1]

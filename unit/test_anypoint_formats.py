@@ -42,9 +42,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.dynamic.questions import CATEGORIES, evaluator_category
-from support.dynamic.spec import DynamicSettings
-from support.dynamic.summary import generator_category, results_json
+from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category
+from support.evaluations.dynamic.spec import DynamicSettings
+from support.evaluations.dynamic.summary import generator_category, results_json
 from support.types import Outcome
 
 CONFIG_KEYS = {"budget": int, "batch_size": int, "pool_size": int, "seed": int}

@@ -439,7 +439,7 @@ def test_gemini_retries_a_timed_out_attempt_with_aiohttp_importable(monkeypatch)
     transport the call would then go to aiohttp, which is missing or does not retry)."""
     from google.genai import _api_client
 
-    from support.loopback import Faults, LoopbackServer
+    from support.testing.loopback import Faults, LoopbackServer
 
     monkeypatch.setattr(_api_client, "has_aiohttp", True)
     faults = Faults(rate=1.0, kinds=("slow",), attempts=1, slow_s=1.0)  # first attempt: too slow

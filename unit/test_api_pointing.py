@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from support.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
+from support.testing.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
 
 pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from support.loopback import LoopbackServer, ScriptRequest
-from support.loopback_batches import BatchPlan
+from support.testing.loopback import LoopbackServer, ScriptRequest
+from support.testing.loopback_batches import BatchPlan
 
 pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
 
@@ -18,7 +18,7 @@ KEY = "sk-batch-runs-7c1d55e0"
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> Path:
-    from support.synthetic.pgt_images import build_pgt_sample
+    from support.evaluations.pgt.synthetic import build_pgt_sample
 
     return build_pgt_sample(tmp_path_factory.mktemp("pgt"))
 

@@ -21,9 +21,9 @@ from support.batches import (
 )
 from support.cache import ResponseCache
 from support.engine import ModelClient
-from support.loopback import Faults, LoopbackServer, ScriptRequest
-from support.loopback_batches import BatchPlan
 from support.spending import Ledger, Spending, SpendingCapReached
+from support.testing.loopback import Faults, LoopbackServer, ScriptRequest
+from support.testing.loopback_batches import BatchPlan
 from support.types import Part, Request, Response
 
 KEY = "k-batches-5f3e2a91"

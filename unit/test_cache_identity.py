@@ -22,7 +22,7 @@ from support.backends import (  # noqa: E402
 from support.backends.registry import BackendOptions, create_backend  # noqa: E402
 from support.cache import ResponseCache, cache_key  # noqa: E402
 from support.engine import ModelClient  # noqa: E402
-from support.loopback import LoopbackServer, ScriptRequest  # noqa: E402
+from support.testing.loopback import LoopbackServer, ScriptRequest  # noqa: E402
 from support.types import Part, Request  # noqa: E402
 
 KEY = "sk-loop-0123456789abcdef"

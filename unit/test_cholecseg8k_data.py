@@ -17,9 +17,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from support.pointing.classes import COLOR_TO_CLASS, IGNORE, WATERSHED_TO_CLASS, presence_vector
-from support.pointing.dataset import CholecSeg8k, video_id_from_path
-from support.synthetic import cholecseg8k as synth
+from support.evaluations.pointing import synthetic as synth
+from support.evaluations.pointing.classes import (
+    COLOR_TO_CLASS,
+    IGNORE,
+    WATERSHED_TO_CLASS,
+    presence_vector,
+)
+from support.evaluations.pointing.dataset import CholecSeg8k, video_id_from_path
 
 ROOT = Path(__file__).resolve().parents[1]
 N_VIDEOS, N_FRAMES = 3, 20  # the small sample: 60 rows
@@ -108,7 +113,7 @@ def test_parquet_folder_and_glob(
 
 
 def test_fingerprint_stable_across_processes(small_dir: Path, small: CholecSeg8k) -> None:
-    code = "import sys; from support.pointing.dataset import CholecSeg8k as C; "
+    code = "import sys; from support.evaluations.pointing.dataset import CholecSeg8k as C; "
     code += "print(C.open(sys.argv[1]).fingerprint)"
     out = subprocess.run(
         [sys.executable, "-c", code, str(small_dir)], cwd=ROOT, capture_output=True, text=True,
@@ -274,7 +279,7 @@ def test_threaded_reads_agree(small: CholecSeg8k) -> None:
 
 def test_synthetic_cli(tmp_path: Path) -> None:
     out = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "support.synthetic.cholecseg8k", "--out", str(out),
+    cmd = [sys.executable, "-m", "support.evaluations.pointing.synthetic", "--out", str(out),
            "--seed", "2", "--n-videos", "1", "--frames-per-video", "2"]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)

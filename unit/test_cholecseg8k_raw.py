@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from support.pointing import download as dl
-from support.pointing.classes import (
+from support.evaluations.pointing import download as dl
+from support.evaluations.pointing.classes import (
     CLASS_TO_COLOR,
     CLASS_TO_WATERSHED,
     COLOR_TO_CLASS,
@@ -24,7 +24,7 @@ from support.pointing.classes import (
     color_mask_to_labels,
     watershed_mask_to_labels,
 )
-from support.pointing.dataset import (
+from support.evaluations.pointing.dataset import (
     CholecSeg8k,
     CholecSeg8kFileError,
     find_raw_root,
@@ -50,7 +50,8 @@ FRAMES: list[tuple[str, str, int, tuple[int, ...], bool]] = [
     ("video09", "video09_01760", 1760, (1, 5, 9), False),
 ]
 # The hub row order, written out by hand from the rule "names sorted as strings at each level"
-# (support.pointing.dataset.raw_frame_paths): 100 < 159 < 80 < 99 and 0 < 10 < 1 < 2 as strings.
+# (support.evaluations.pointing.dataset.raw_frame_paths): 100 < 159 < 80 < 99 and 0 < 10 < 1 < 2 as
+# strings.
 HUB_ORDER = [
     "video01/video01_00080/frame_100_endo.png",
     "video01/video01_00080/frame_159_endo.png",
@@ -352,7 +353,7 @@ def test_hub_id_runs_once_downloaded(run_suite, tree: Path, tmp_path: Path) -> N
     missing, _ = run_suite("pointing", "--cholecseg8k=minwoosun/CholecSeg8k", "-m", "quick",
                            "--model=oracle", cache="empty")  # fmt: skip
     assert missing.ret != 0
-    assert "python -m support.pointing.download --repo minwoosun/CholecSeg8k" in (
+    assert "python -m support.evaluations.pointing.download --repo minwoosun/CholecSeg8k" in (
         missing.stdout.str() + missing.stderr.str()
     )
     dl.extract(make_zip(tree, tmp_path / "hub.zip"), dl.hub_dir(tmp_path / "cache"))

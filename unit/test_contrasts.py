@@ -16,7 +16,7 @@ from support.contrasts import (
     power_table,
     resolve,
 )
-from support.pointing.summary import COMPARISONS as POINTING
+from support.evaluations.pointing.summary import COMPARISONS as POINTING
 from support.types import Outcome
 
 

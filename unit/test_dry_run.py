@@ -15,7 +15,7 @@ from api_runs import api_env, run_evaluation
 
 from support.backends import tokens
 from support.backends.prices import batch_cost_usd, cost_usd
-from support.loopback import LoopbackServer, ScriptRequest
+from support.testing.loopback import LoopbackServer, ScriptRequest
 from support.types import Usage
 
 pytest.importorskip("openai")
@@ -97,7 +97,7 @@ def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
 @pytest.mark.slow
 def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
     """pgt's stage 2 always follows stage 1, n requests for n samples: the count is exact."""
-    from support.synthetic.pgt_images import build_pgt_sample
+    from support.evaluations.pgt.synthetic import build_pgt_sample
 
     sample = build_pgt_sample(tmp_path / "pgt")
     args = (f"--pgt-dataset={sample}", "--pgt-phrase=cot", "--pgt-mode=prompt", "--pgt-n=1,3")

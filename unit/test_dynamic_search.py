@@ -1,4 +1,5 @@
-"""The dynamic search planner (support/dynamic/search.py) and the planted-failure rule."""
+"""The dynamic search planner (support/evaluations/dynamic/search.py) and the planted-failure
+rule."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.dynamic.assets import Asset, ensure_assets, read_assets
-from support.dynamic.planted import PlantedRule, planted_answer
-from support.dynamic.questions import Task
-from support.dynamic.search import Evaluated, Search, SearchConfig
-from support.dynamic.utility import utility
+from support.evaluations.dynamic.assets import Asset, ensure_assets, read_assets
+from support.evaluations.dynamic.planted import PlantedRule, planted_answer
+from support.evaluations.dynamic.questions import Task
+from support.evaluations.dynamic.search import Evaluated, Search, SearchConfig
+from support.evaluations.dynamic.utility import utility
 
 WHERE_DISTANCE = "where_distance=1.0,*=0.0"
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from test_dynamic_search import BagOfWords, small
 
-from support.dynamic.assets import Asset, ensure_assets, read_assets
-from support.dynamic.search import Evaluated, Search
-from support.dynamic.utility import utility
+from support.evaluations.dynamic.assets import Asset, ensure_assets, read_assets
+from support.evaluations.dynamic.search import Evaluated, Search
+from support.evaluations.dynamic.utility import utility
 
 
 @pytest.fixture(scope="module")

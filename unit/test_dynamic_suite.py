@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.dynamic.assets import read_assets
-from support.dynamic.scenes import assemble
-from support.dynamic.search import Search, SearchConfig
+from support.evaluations.dynamic.assets import read_assets
+from support.evaluations.dynamic.scenes import assemble
+from support.evaluations.dynamic.search import Search, SearchConfig
 
 pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
 

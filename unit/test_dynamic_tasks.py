@@ -10,10 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.dynamic.assets import OBJECTS, Asset, build_assets, ensure_assets, read_assets
-from support.dynamic.questions import CATEGORIES, evaluator_category, generate
-from support.dynamic.render import render
-from support.dynamic.scenes import assemble, random_layout, read_layouts, write_layouts
+from support.evaluations.dynamic.assets import (
+    OBJECTS,
+    Asset,
+    build_assets,
+    ensure_assets,
+    read_assets,
+)
+from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category, generate
+from support.evaluations.dynamic.render import render
+from support.evaluations.dynamic.scenes import assemble, random_layout, read_layouts, write_layouts
 
 # The test's own reading of the six directional relations: (axis, sign of target - reference).
 # Frame: Y up, +x "to the right of", +z "in front of" (AnyPoint layout_generator/constants.py

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from support.dynamic.utility import fresh, top_k, utility
+from support.evaluations.dynamic.utility import fresh, top_k, utility
 
 
 def unit(*rows: tuple[float, ...]) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Text vectors stored on disk (support/dynamic/vectors.py): each text embedded once, ever."""
+"""Text vectors stored on disk (support/evaluations/dynamic/vectors.py): each text embedded once,
+ever."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from support.dynamic.vectors import StoredEmbedder, store_path
+from support.evaluations.dynamic.vectors import StoredEmbedder, store_path
 
 
 class Counting:

@@ -178,7 +178,7 @@ def test_cache_is_shared_safely_by_processes(tmp_path):
 
 
 def test_chance_is_deterministic_and_seeded():
-    from support.pointing.task import PointingAnswerSpace
+    from support.evaluations.pointing.task import PointingAnswerSpace
 
     r = req("q", answer_space=PointingAnswerSpace("Liver"), n=3)
 

@@ -16,8 +16,8 @@ import pytest
 
 # the data checks' lazy imports, made at collection: a module first imported during a pytester
 # test is dropped afterwards, and numpy's extensions cannot be imported a second time
-import support.nyu.mat
-import support.pointing.download  # noqa: F401
+import support.evaluations.nyu_distance.mat
+import support.evaluations.pointing.download  # noqa: F401
 from support import evaluations
 from support.backends import registry
 from support.evaluation import OptionError
@@ -158,7 +158,7 @@ def configure(name: str, tmp_path: Path, **values):
         ("pgt", "pgt_dataset", "a dataset CSV"),
         ("pgt", "pgt_root", "data/ folder"),
         ("pgt", "pgt_image_root", "image paths are relative to"),
-        ("nyu_distance", "nyu_mat", "python -m support.nyu.download"),
+        ("nyu_distance", "nyu_mat", "python -m support.evaluations.nyu_distance.download"),
         ("nyu_distance", "nyu_dir", "an extracted NYU folder"),
         ("surgvqa", "surgvqa_root", "SurgVU data"),
         ("dynamic", "dynamic_data", "AnyPoint objects folder"),

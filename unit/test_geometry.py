@@ -1,4 +1,5 @@
-"""Letterbox mapping <-> rendering, and the mask helpers of support.geometry."""
+"""Letterbox mapping <-> rendering, and the mask helpers of
+support.evaluations.pointing.letterbox."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 from PIL import Image
 
-from support.geometry import Letterbox, interior_point, letterbox, mask_outline, point_in_mask
+from support.evaluations.pointing.letterbox import (
+    Letterbox,
+    interior_point,
+    letterbox,
+    mask_outline,
+    point_in_mask,
+)
 
 sizes = st.integers(1, 4000)
 canvases = st.sampled_from([(768, 768), (512, 384), (100, 300)])
@@ -196,7 +203,7 @@ SIZES_AND_SEED = (
 @given(*SIZES_AND_SEED)
 def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
     """canvas_mask[y, x] is True exactly when canvas pixel (x, y)'s centre maps into the mask."""
-    from support.geometry import canvas_mask
+    from support.evaluations.pointing.letterbox import canvas_mask
 
     mask = np.random.default_rng(seed).random((h, w)) < 0.4
     box = Letterbox(w, h, cw, ch)
@@ -213,7 +220,7 @@ def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
 @given(*SIZES_AND_SEED)
 def test_canvas_values_of_a_label_map_give_every_organs_canvas_mask(w, h, cw, ch, seed):
     """One gather of the int8 label map (padding -1) == canvas_mask of each class's mask."""
-    from support.geometry import canvas_mask, canvas_values
+    from support.evaluations.pointing.letterbox import canvas_mask, canvas_values
 
     labels = np.random.default_rng(seed).integers(-1, 4, (h, w)).astype(np.int8)
     box = Letterbox(w, h, cw, ch)

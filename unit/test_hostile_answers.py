@@ -90,12 +90,13 @@ HOSTILE_DISTANCES = ["1e308", "inf", "nan", "9" * 5000, "-0", "1e308 m", "Infini
 
 @pytest.mark.parametrize("compat", ["writeup", "source"])
 def test_nyu_metrics_stay_finite_under_absurd_answers(compat, tmp_path):
-    """Absurd distances are unparsable (support.nyu.parser.MAX_METRES), so no inf or NaN reaches
+    """Absurd distances are unparsable (support.evaluations.nyu_distance.parser.MAX_METRES), so no
+    inf or NaN reaches
     summary.csv; plain answers on other images keep every metric defined."""
-    from support.nyu.parser import MAX_METRES, parse_answer, parse_first_number
-    from support.nyu.spec import NyuSettings
-    from support.nyu.summary import METRICS, summarize
-    from support.nyu.task import NyuDistanceEvaluation
+    from support.evaluations.nyu_distance.parser import MAX_METRES, parse_answer, parse_first_number
+    from support.evaluations.nyu_distance.spec import NyuSettings
+    from support.evaluations.nyu_distance.summary import METRICS, summarize
+    from support.evaluations.nyu_distance.task import NyuDistanceEvaluation
     from support.settings import RunSettings
     from support.types import Outcome
 

@@ -12,7 +12,13 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from support.pgt.dataset import DatasetError, ImageError, ImagePaths, load_csv, read_image
+from support.evaluations.pgt.dataset import (
+    DatasetError,
+    ImageError,
+    ImagePaths,
+    load_csv,
+    read_image,
+)
 
 SECRET = "hostile-data-secret-0451"  # a file's text that must never leave the machine
 
@@ -104,8 +110,8 @@ class RecordingClient:
 
 
 def test_a_bad_image_is_never_sent(data, tmp_path):
-    from support.pgt.spec import configure
-    from support.pgt.task import PgtEvaluation
+    from support.evaluations.pgt.spec import configure
+    from support.evaluations.pgt.task import PgtEvaluation
     from support.settings import RunSettings
 
     bad = bad_images(data)

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from support.dynamic.assets import build_assets, read_assets
-from support.dynamic.scenes import random_layout, read_layouts
-from support.nyu.folder import NyuFolder, NyuFolderError
+from support.evaluations.dynamic.assets import build_assets, read_assets
+from support.evaluations.dynamic.scenes import random_layout, read_layouts
+from support.evaluations.nyu_distance.folder import NyuFolder, NyuFolderError
+from support.evaluations.pointing.dataset import CholecSeg8kFileError, RawTree
+from support.evaluations.pointing.synthetic import build_cholecseg8k
+from support.evaluations.surgvqa.dataset import SurgvuDataError, read_vqa
+from support.evaluations.surgvqa.synthetic import build_surgvu
 from support.pickled_npy import PickledNpyError, load_npy
-from support.pointing.dataset import CholecSeg8kFileError, RawTree
-from support.surgvqa.dataset import SurgvuDataError, read_vqa
-from support.synthetic.cholecseg8k import build_cholecseg8k
-from support.synthetic.surgvu import build_surgvu
 
 # ---- NYU extracted folder ------------------------------------------------------------------------
 

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from support.nyu.folder import NyuFolderError
-from support.nyu.mat import NyuMatError
-from support.nyu.spec import NyuSettings
-from support.nyu.task import NyuDistanceEvaluation
-from support.pointing.dataset import CholecSeg8k, CholecSeg8kFileError
+from support.evaluations.nyu_distance.folder import NyuFolderError
+from support.evaluations.nyu_distance.mat import NyuMatError
+from support.evaluations.nyu_distance.spec import NyuSettings
+from support.evaluations.nyu_distance.synthetic import write_nyu_mat
+from support.evaluations.nyu_distance.task import NyuDistanceEvaluation
+from support.evaluations.pointing.dataset import CholecSeg8k, CholecSeg8kFileError
+from support.evaluations.pointing.synthetic import build_cholecseg8k
 from support.settings import RunSettings
-from support.synthetic.cholecseg8k import build_cholecseg8k
-from support.synthetic.nyu_depth import write_nyu_mat
 
 H, W = 480, 640  # NYU image px
 

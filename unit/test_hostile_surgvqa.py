@@ -16,9 +16,9 @@ from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from support.surgvqa import bleu
-from support.surgvqa.boxes import MAX_BOXES_PER_TOOL, Box, parse_boxes
-from support.surgvqa.coco import (
+from support.evaluations.surgvqa import bleu
+from support.evaluations.surgvqa.boxes import MAX_BOXES_PER_TOOL, Box, parse_boxes
+from support.evaluations.surgvqa.coco import (
     MAX_DETS,
     FrameTruth,
     detections,
@@ -26,9 +26,9 @@ from support.surgvqa.coco import (
     ground_truth,
     top_detections,
 )
-from support.surgvqa.dataset import MAX_BOXES_PER_FRAME, SurgvuDataError, read_tools
-from support.surgvqa.tools import TOOL_CLASSES
-from support.surgvqa.video import write_video
+from support.evaluations.surgvqa.dataset import MAX_BOXES_PER_FRAME, SurgvuDataError, read_tools
+from support.evaluations.surgvqa.tools import TOOL_CLASSES
+from support.evaluations.surgvqa.video import write_video
 
 
 def _box(rng: random.Random) -> list[float]:
@@ -180,8 +180,8 @@ REFS = [
 
 
 def test_bleu_of_a_huge_answer_scores_its_first_tokens_and_says_so(tmp_path: Path) -> None:
-    from support.surgvqa.spec import SurgvqaSettings
-    from support.surgvqa.task import SurgvqaEvaluation
+    from support.evaluations.surgvqa.spec import SurgvqaSettings
+    from support.evaluations.surgvqa.task import SurgvqaEvaluation
     from support.types import Case
 
     words = ["yes", "the", "needle", "driver", "was", "used", "a", "in"]
@@ -211,9 +211,9 @@ def test_bleu_of_a_huge_answer_scores_its_first_tokens_and_says_so(tmp_path: Pat
 
 
 def test_a_frame_past_the_end_of_its_video_errors_only_its_case(tmp_path: Path) -> None:
+    from support.evaluations.surgvqa.spec import SurgvqaSettings
+    from support.evaluations.surgvqa.task import SurgvqaEvaluation
     from support.settings import RunSettings
-    from support.surgvqa.spec import SurgvqaSettings
-    from support.surgvqa.task import SurgvqaEvaluation
 
     write_video(tmp_path / "1_fps1.mp4", [np.zeros((64, 64, 3), np.uint8)] * 3, fps=1)
     coco = {

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
-    from support.synthetic.tiny_vlm import ensure_tiny_vlm
+    from support.testing.tiny_vlm import ensure_tiny_vlm
 
     return ensure_tiny_vlm(tmp_path_factory.mktemp("models"))
 

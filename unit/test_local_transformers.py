@@ -1,6 +1,6 @@
 """The transformers backend and the shared chat-template path, on a tiny random VLM on the CPU.
 
-The model (support.synthetic.tiny_vlm) is built once per session; its answers are nonsense text,
+The model (support.testing.tiny_vlm) is built once per session; its answers are nonsense text,
 so the tests check the plumbing: prompt rendering, batching, padding, sampling groups, usage,
 determinism and errors.
 """
@@ -31,9 +31,14 @@ from support.backends.transformers_local import (
     make_transformers_backend,
 )
 from support.engine import ModelClient
-from support.pointing.parser import parse_pointing
-from support.pointing.prompts import SYSTEM_PROMPT, Example, few_shot_parts, zero_shot_parts
-from support.synthetic.tiny_vlm import ensure_tiny_vlm, main
+from support.evaluations.pointing.parser import parse_pointing
+from support.evaluations.pointing.prompts import (
+    SYSTEM_PROMPT,
+    Example,
+    few_shot_parts,
+    zero_shot_parts,
+)
+from support.testing.tiny_vlm import ensure_tiny_vlm, main
 from support.types import Part, Request
 
 torch = pytest.importorskip("torch")

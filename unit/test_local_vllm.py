@@ -160,7 +160,7 @@ def processor(tmp_path_factory):
     pytest.importorskip("transformers")
     from transformers import AutoProcessor
 
-    from support.synthetic.tiny_vlm import ensure_tiny_vlm
+    from support.testing.tiny_vlm import ensure_tiny_vlm
 
     return AutoProcessor.from_pretrained(ensure_tiny_vlm(tmp_path_factory.mktemp("m")))
 

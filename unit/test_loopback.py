@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from support.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
+from support.testing.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
 
 KEY = "k-test-123456"
 

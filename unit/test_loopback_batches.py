@@ -17,9 +17,16 @@ from google import genai
 from google.genai import types as gtypes
 from openai.types.chat import ChatCompletion
 
-from support import loopback_batches
-from support.loopback import Faults, LoopbackServer, RateLimit, ScriptRequest, TokenBucket, main
-from support.loopback_batches import BatchPlan, BatchStore, plans_of
+from support.testing import loopback_batches
+from support.testing.loopback import (
+    Faults,
+    LoopbackServer,
+    RateLimit,
+    ScriptRequest,
+    TokenBucket,
+    main,
+)
+from support.testing.loopback_batches import BatchPlan, BatchStore, plans_of
 
 KEY = "k-batch-123456"
 N = 10  # requests a batch
@@ -312,7 +319,7 @@ def test_gemini_batch_calls_are_rate_limited_and_the_sdk_retries():
 def test_command_line_plans_end_the_nth_batch_through_the_openai_sdk():
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "support.loopback", "--answer", "ok", "--api-key", KEY),
+            *(sys.executable, "-m", "support.testing.loopback", "--answer", "ok", "--api-key", KEY),
             *("--batch-polls", "1", "--batch-polls", "0", "--batch-ends", "expired,completed"),
             *("--batch-done-before-end", "1", "--lifetime", "30"),
         ],

@@ -110,7 +110,7 @@ def test_seeds_are_the_run_seed_and_the_evaluations_own():
 
 
 def test_the_run_section_holds_every_run_option():
-    from support.nyu.spec import NyuSettings
+    from support.evaluations.nyu_distance.spec import NyuSettings
 
     nyu = NyuSettings(mat="/d/nyu.mat")
     run = RunSettings(run_id="x", seed=4, samples=3, evaluations={"nyu_distance": nyu})
@@ -302,8 +302,8 @@ def test_default_data_is_the_synthetic_folder_of_the_cache(shared_cache):
 
 
 def test_data_files_follow_the_options(tmp_path):
-    from support.nyu.spec import NyuSettings
-    from support.pointing.spec import PointingSettings
+    from support.evaluations.nyu_distance.spec import NyuSettings
+    from support.evaluations.pointing.spec import PointingSettings
 
     run = RunSettings(cache_dir=tmp_path / "cache")
     mat = tmp_path / "nyu.mat"  # not there: configure would refuse it, data_files only lists it
@@ -321,14 +321,15 @@ def test_data_files_follow_the_options(tmp_path):
     assert got == [tmp_path / "p1.parquet", tmp_path / "p2.parquet"]
     got = _data_files("pointing", run, cholecseg8k=str(tmp_path), pointing_prepared=str(prepared))
     assert got == [tmp_path, prepared.resolve()]
-    # a hub id: the folder `python -m support.pointing.download` extracts into (never fetched)
+    # a hub id: the folder `python -m support.evaluations.pointing.download` extracts into (never
+    # fetched)
     settings = PointingSettings(cholecseg8k="someone/SomeData")  # configure: "not downloaded"
     (hub,) = evaluations.spec("pointing").data_files(settings, run)
     assert hub.is_relative_to(run.cache_dir) and not hub.exists()
 
 
 def test_pgt_csv_data_are_the_csv_and_its_images(shared_cache):
-    from support.synthetic.pgt_images import ensure_pgt_sample
+    from support.evaluations.pgt.synthetic import ensure_pgt_sample
 
     csv = ensure_pgt_sample(shared_cache)
     run = RunSettings(cache_dir=shared_cache)
@@ -338,14 +339,14 @@ def test_pgt_csv_data_are_the_csv_and_its_images(shared_cache):
 
 
 def test_surgvqa_root_data_are_the_files_read_below_it(shared_cache, tmp_path):
-    from support.synthetic.surgvu import ensure_surgvu
+    from support.evaluations.surgvqa.synthetic import ensure_surgvu
 
     root = shutil.copytree(ensure_surgvu(shared_cache), tmp_path / "surgvu")
     (root / "notes.txt").write_text("not read by the evaluation")
     got = _data_files("surgvqa", RunSettings(cache_dir=tmp_path), surgvqa_root=str(root))
     assert len(got) == len(set(got)) and all(p.is_file() for p in got)
     # every clip, question and answer file, each video's COCO truth (its grand-challenge twin is
-    # read only without one: support/surgvqa/dataset.py read_tools); not the notes
+    # read only without one: support/evaluations/surgvqa/dataset.py read_tools); not the notes
     everything = _all_files(root)
     twins = {
         p.with_name(p.name.replace("_coco.json", "_gc.json"))
@@ -411,8 +412,10 @@ def test_a_run_writes_every_field_and_xdist_agrees(nyu_run, tmp_path):
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     assert data["files"] == 4 and data["bytes"] == sum(p.stat().st_size for p in files)
     assert HEX64.match(data["sha256"]) and data["n_missing"] == 0
-    nyu_prompts = REPO / "support" / "nyu" / "prompts.py"
-    assert serial["prompts"]["modules"] == {"support.nyu.prompts": sha(nyu_prompts.read_bytes())}
+    nyu_prompts = REPO / "support" / "evaluations" / "nyu_distance" / "prompts.py"
+    assert serial["prompts"]["modules"] == {
+        "support.evaluations.nyu_distance.prompts": sha(nyu_prompts.read_bytes())
+    }
     rows = [json.loads(line) for line in (out / "raw_results.jsonl").read_text().splitlines()]
     assert len(rows) == 8  # 2 images x 2 pairs x 2 models
     outcome_prompts = serial["prompts"]["outcomes"]

@@ -17,8 +17,8 @@ import pytest
 from api_runs import api_env, run_evaluation
 
 from support.backends.prices import cost_usd
-from support.loopback import LoopbackServer, ScriptRequest
 from support.spending import Ledger, Spending, SpendingCapReached, parse_max_cost
+from support.testing.loopback import LoopbackServer, ScriptRequest
 from support.types import Part, Request, Usage
 
 REPO = Path(__file__).resolve().parents[1]

@@ -173,7 +173,7 @@ def test_perturbed_weights_of_the_same_size_change_the_backends_identity(tmp_pat
 
     from support.backends.registry import BackendOptions, create_backend
     from support.engine import ModelClient
-    from support.synthetic.tiny_vlm import ensure_tiny_vlm
+    from support.testing.tiny_vlm import ensure_tiny_vlm
 
     folder = ensure_tiny_vlm(tmp_path / "build")
     cache = tmp_path / "cache"

@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from support.nyu.download import DownloadError, download, main
-from support.nyu.mat import FILE_NAME, NyuMat, NyuMatError
-from support.synthetic.nyu_depth import write_nyu_mat
+from support.evaluations.nyu_distance.download import DownloadError, download, main
+from support.evaluations.nyu_distance.mat import FILE_NAME, NyuMat, NyuMatError
+from support.evaluations.nyu_distance.synthetic import write_nyu_mat
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Pinhole geometry (support.geometry) and the NYU pair sampler, as properties; the synthetic
+"""Pinhole geometry (support.evaluations.nyu_distance.camera) and the NYU pair sampler, as
+properties; the synthetic
 scene's depths are geometrically consistent with the intrinsics they were rendered through."""
 
 from __future__ import annotations
@@ -9,8 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from support.geometry import NYU_KINECT, Intrinsics, back_project, distance_3d, project
-from support.nyu.pairs import (
+from support.evaluations.nyu_distance.camera import (
+    NYU_KINECT,
+    Intrinsics,
+    back_project,
+    distance_3d,
+    project,
+)
+from support.evaluations.nyu_distance.pairs import (
     MIN_DEPTH_DIFF,
     MIN_SEPARATION,
     PointPair,
@@ -142,7 +149,7 @@ def test_no_valid_pairs_gives_none() -> None:
 
 # ---- the synthetic scenes are consistent with the intrinsics ---------------------------------
 def test_synthetic_depths_back_project_onto_the_scene_surfaces() -> None:
-    from support.synthetic.nyu_depth import (
+    from support.evaluations.nyu_distance.synthetic import (
         BOX,
         CEILING,
         FLOOR,

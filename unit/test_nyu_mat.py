@@ -10,8 +10,8 @@ import h5py
 import numpy as np
 import pytest
 
-from support.nyu.mat import FILE_NAME, NyuMat, NyuMatError
-from support.synthetic.nyu_depth import (
+from support.evaluations.nyu_distance.mat import FILE_NAME, NyuMat, NyuMatError
+from support.evaluations.nyu_distance.synthetic import (
     MATLAB_HEADER,
     N_IMAGES,
     USERBLOCK,
@@ -101,7 +101,9 @@ def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nope" / FILE_NAME
     with pytest.raises(FileNotFoundError) as err:
         NyuMat(path)
-    assert str(path) in str(err.value) and "python -m support.nyu.download" in str(err.value)
+    assert str(path) in str(
+        err.value
+    ) and "python -m support.evaluations.nyu_distance.download" in str(err.value)
 
 
 @pytest.mark.parametrize("keep", [1000, 600, "half", "all but 10"])

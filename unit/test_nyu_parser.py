@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.nyu.parser import UNIT_METRES, format_distance, parse_answer, parse_distance
+from support.evaluations.nyu_distance.parser import (
+    UNIT_METRES,
+    format_distance,
+    parse_answer,
+    parse_distance,
+)
 
 metres = st.floats(0.01, 50.0, allow_nan=False)
 SPELLINGS = {

@@ -12,13 +12,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from support.nyu.folder import NyuFolder, NyuFolderError
-from support.nyu.mat import NyuMat
-from support.nyu.pairs import SOURCE_SEED, sample_pairs_source, source_cell_centres
-from support.nyu.parser import parse_first_number
-from support.nyu.prompts import source_prompt
-from support.nyu.summary import result_key
-from support.synthetic.nyu_depth import ensure_nyu_mat
+from support.evaluations.nyu_distance.folder import NyuFolder, NyuFolderError
+from support.evaluations.nyu_distance.mat import NyuMat
+from support.evaluations.nyu_distance.pairs import (
+    SOURCE_SEED,
+    sample_pairs_source,
+    source_cell_centres,
+)
+from support.evaluations.nyu_distance.parser import parse_first_number
+from support.evaluations.nyu_distance.prompts import source_prompt
+from support.evaluations.nyu_distance.summary import result_key
+from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
 
 # E query_vlm_distance: `re.findall(r'\d+\.?\d*', raw_response.strip())`, the first match as a
 # float; no match -> None. Each expected value follows from that pattern alone.

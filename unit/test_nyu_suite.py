@@ -26,7 +26,7 @@ SOURCE_FIELDS = {
 
 @pytest.fixture(scope="session")
 def nyu_mat(tmp_path_factory) -> Path:
-    from support.synthetic.nyu_depth import ensure_nyu_mat
+    from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
 
     return ensure_nyu_mat(tmp_path_factory.mktemp("nyu-data"))
 

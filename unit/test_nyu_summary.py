@@ -12,10 +12,15 @@ import pytest
 from PIL import Image
 
 from support.evaluation import OptionError
-from support.nyu.parser import parse_answer
-from support.nyu.spec import NyuSettings, configure
-from support.nyu.summary import median_interval, result_rows, summarize, write_marked_images
-from support.nyu.task import NyuDistanceEvaluation, delta_ratio, pair_of
+from support.evaluations.nyu_distance.parser import parse_answer
+from support.evaluations.nyu_distance.spec import NyuSettings, configure
+from support.evaluations.nyu_distance.summary import (
+    median_interval,
+    result_rows,
+    summarize,
+    write_marked_images,
+)
+from support.evaluations.nyu_distance.task import NyuDistanceEvaluation, delta_ratio, pair_of
 from support.runner import CaseClient
 from support.settings import RunSettings
 from support.types import Outcome

@@ -6,8 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from support.pgt.answers import AI, LABELS, REAL, UNPARSABLE, extract_prediction, majority_vote
-from support.pgt.phrases import (
+from support.evaluations.pgt.answers import (
+    AI,
+    LABELS,
+    REAL,
+    UNPARSABLE,
+    extract_prediction,
+    majority_vote,
+)
+from support.evaluations.pgt.phrases import (
     MODES,
     PHRASES,
     QUESTION,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from support.pgt.answers import AI, REAL
-from support.pgt.dataset import DATASETS, DatasetError, load_csv, resolve_csv
-from support.synthetic.pgt_images import GENERATORS, build_pgt_sample
+from support.evaluations.pgt.answers import AI, REAL
+from support.evaluations.pgt.dataset import DATASETS, DatasetError, load_csv, resolve_csv
+from support.evaluations.pgt.synthetic import GENERATORS, build_pgt_sample
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +107,8 @@ def test_registered_names_need_the_root(tmp_path):
 
 
 def test_debug_takes_the_first_five_images_and_samples_spread_out(sample, tmp_path):
-    from support.pgt.spec import configure
-    from support.pgt.task import PgtEvaluation
+    from support.evaluations.pgt.spec import configure
+    from support.evaluations.pgt.task import PgtEvaluation
     from support.settings import RunSettings
 
     def rows(samples=None, **values):
@@ -164,8 +164,8 @@ def source_data(tmp_path: Path) -> dict[str, Path]:
 
 
 def loaded(tmp_path: Path, **values):
-    from support.pgt.spec import configure
-    from support.pgt.task import PgtEvaluation
+    from support.evaluations.pgt.spec import configure
+    from support.evaluations.pgt.task import PgtEvaluation
     from support.settings import RunSettings
 
     run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path / "results")
@@ -216,7 +216,7 @@ def test_d3_absolute_paths_are_rewritten_and_generators_read_from_file_names(sou
 
 
 def test_the_path_map_takes_the_longest_whole_component_prefix(tmp_path):
-    from support.pgt.dataset import ImagePaths, parse_path_map
+    from support.evaluations.pgt.dataset import ImagePaths, parse_path_map
 
     paths = ImagePaths(path_map=parse_path_map(["/data3=/a", "/data3/zk=/b", "/data=/c"]))
     assert paths.rewrite(Path("/data3/zk/x.png")) == Path("/b/x.png")
@@ -230,7 +230,7 @@ def test_the_path_map_takes_the_longest_whole_component_prefix(tmp_path):
 
 
 def test_image_roots_by_name_family_or_for_every_dataset():
-    from support.pgt.dataset import ImagePaths, parse_image_roots
+    from support.evaluations.pgt.dataset import ImagePaths, parse_image_roots
 
     roots = parse_image_roots(["df40=/d,genimage-2k=/g2", "/any"])
     paths = ImagePaths(roots)
@@ -243,7 +243,7 @@ def test_image_roots_by_name_family_or_for_every_dataset():
 
 def test_bad_source_options_are_usage_errors(tmp_path):
     from support.evaluation import OptionError
-    from support.pgt.spec import configure
+    from support.evaluations.pgt.spec import configure
     from support.settings import RunSettings
 
     run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path)

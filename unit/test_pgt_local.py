@@ -18,13 +18,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")  # HF_HUB_OFFLINE: unit/conft
 from support.backends.chat_template import render_prompt
 from support.backends.transformers_local import TransformersBackend
 from support.engine import ModelClient
-from support.pgt.phrases import PHRASES, QUESTION
-from support.pgt.spec import configure
-from support.pgt.task import FINAL_ANSWER_CUE, PgtEvaluation
+from support.evaluations.pgt.phrases import PHRASES, QUESTION
+from support.evaluations.pgt.spec import configure
+from support.evaluations.pgt.synthetic import build_pgt_sample
+from support.evaluations.pgt.task import FINAL_ANSWER_CUE, PgtEvaluation
 from support.runner import CaseClient
 from support.settings import RunSettings
-from support.synthetic.pgt_images import build_pgt_sample
-from support.synthetic.tiny_vlm import ensure_tiny_vlm
+from support.testing.tiny_vlm import ensure_tiny_vlm
 
 ASSISTANT = "<|assistant|>\n"  # the tiny model's chat template opens the assistant turn so
 COT = PHRASES["cot"]
@@ -96,7 +96,9 @@ def test_stage_two_continues_the_reasoning_after_the_cue(sample, tmp_path, backe
 
 
 def test_n5_over_20_images_is_batched_in_both_stages(sample, tmp_path, backend, monkeypatch):
-    monkeypatch.setattr("support.pgt.task.STAGE1_MAX_TOKENS", 24)  # nonsense text: keep it short
+    monkeypatch.setattr(
+        "support.evaluations.pgt.task.STAGE1_MAX_TOKENS", 24
+    )  # nonsense text: keep it short
     ev = evaluation(sample, tmp_path, pgt_phrase=["cot"], pgt_mode="prefill", pgt_n="5")
     cases = ev.cases()[:20]
     assert len(cases) == 20 and {c.params["n"] for c in cases} == {5}

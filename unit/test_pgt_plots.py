@@ -17,17 +17,17 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from support.pgt import plot_style as ps
-from support.pgt.plot_data import (
+from support.evaluations.pgt import plot_style as ps
+from support.evaluations.pgt.plot_data import (
     ResultsFormatError,
     load_performance,
     method_key,
     method_labels,
     write_confidence,
 )
-from support.pgt.plot_radar import chosen_rows, plot_recall_radar, recall_radar_figure
-from support.pgt.plot_vocab import plot_vocab_lr, reasoning_documents, vocab_weights
-from support.pgt.plots import macro_f1_figure, main, make_all, plot_macro_f1_bars
+from support.evaluations.pgt.plot_radar import chosen_rows, plot_recall_radar, recall_radar_figure
+from support.evaluations.pgt.plot_vocab import plot_vocab_lr, reasoning_documents, vocab_weights
+from support.evaluations.pgt.plots import macro_f1_figure, main, make_all, plot_macro_f1_bars
 
 DATASETS = ("d3", "df40")
 MODELS = ("qwen25-vl-7b", "llava-onevision-7b")
@@ -502,7 +502,7 @@ def test_cli_module_runs_end_to_end(tmp_path):
         doc = performance("d3", "qwen25-vl-7b", phrase, mode)
         write(folder(tmp_path, "d3", "qwen25-vl-7b", phrase, mode) / "performance_1.json", doc)
     done = subprocess.run(
-        [sys.executable, "-m", "support.pgt.plots", str(tmp_path)],
+        [sys.executable, "-m", "support.evaluations.pgt.plots", str(tmp_path)],
         capture_output=True,
         text=True,
         check=True,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from support.pgt.phrases import MODES
+from support.evaluations.pgt.phrases import MODES
 
 pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
 
@@ -30,7 +30,7 @@ RESPONSE_KEYS = {"reasoning_response", "clean_answer_response", "extracted_predi
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> Path:
-    from support.synthetic.pgt_images import build_pgt_sample
+    from support.evaluations.pgt.synthetic import build_pgt_sample
 
     return build_pgt_sample(tmp_path_factory.mktemp("pgt"))
 
@@ -110,7 +110,7 @@ def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run, 
     # runs it: drawing every figure in this process leaves fontTools in a state where later PDF
     # saves of the same process fail (a MATH table without `closure_glyphs`), which broke
     # test_pgt_plots when xdist put it after this test on one worker
-    cmd = [sys.executable, "-m", "support.pgt.plots", str(root / "pgt"), "--run", "r1"]
+    cmd = [sys.executable, "-m", "support.evaluations.pgt.plots", str(root / "pgt"), "--run", "r1"]
     done = subprocess.run([*cmd, "--out", str(tmp_path / "again")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "again" / "macro_f1_bars.pdf").read_bytes()[:4] == b"%PDF"

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from support.pgt import source_metrics as sm
-from support.pgt.answers import (
+from support.evaluations.pgt import source_metrics as sm
+from support.evaluations.pgt.answers import (
     AI,
     LABELS,
     REAL,
@@ -27,8 +27,13 @@ from support.pgt.answers import (
     majority_vote,
     majority_vote_source,
 )
-from support.pgt.dataset import source_order
-from support.pgt.phrases import PHRASES, QUESTION, build_prompt, instruction_version_source
+from support.evaluations.pgt.dataset import source_order
+from support.evaluations.pgt.phrases import (
+    PHRASES,
+    QUESTION,
+    build_prompt,
+    instruction_version_source,
+)
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -73,7 +78,7 @@ def test_source_label_extraction(text, label):
 
 
 def test_the_two_extractors_differ_where_the_source_reads_substrings():
-    # the write-up's reader (support.pgt.answers.extract_prediction) reads negations and
+    # the write-up's reader (support.evaluations.pgt.answers.extract_prediction) reads negations and
     # synonyms; the source's does not: 11 of these 24 answers read differently
     differ = [t for t, _ in SOURCE_ANSWERS if extract_prediction(t) != extract_prediction_source(t)]
     assert "It is not real." in differ and "synthetic" in differ
@@ -133,8 +138,8 @@ def tiny_csv(tmp_path: Path) -> Path:
 
 
 def evaluation(csv: Path, tmp_path: Path, compat: str = "source", **values):
-    from support.pgt.spec import configure
-    from support.pgt.task import PgtEvaluation
+    from support.evaluations.pgt.spec import configure
+    from support.evaluations.pgt.task import PgtEvaluation
 
     run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path / "results", compat=compat)
     settings = configure({"pgt_dataset": str(csv), **values}, run)
@@ -178,7 +183,7 @@ def test_all_sixteen_phrases_and_the_default_three():
     assert PHRASES["s7"] == "Let's examine the synthesis artifacts and the style"
     assert PHRASES["pixel"] == "Let's examine pixel by pixel"
     assert PHRASES["texture"] == "Let's examine the textures"
-    from support.pgt.spec import PgtSettings
+    from support.evaluations.pgt.spec import PgtSettings
 
     assert list(PgtSettings().phrases) == ["baseline", "cot", "s2"]
 
@@ -218,7 +223,7 @@ def test_source_order_leaves_the_global_generator_alone():
 
 
 def test_debug_takes_the_first_five_of_the_source_order(tmp_path):
-    from support.synthetic.pgt_images import build_pgt_sample
+    from support.evaluations.pgt.synthetic import build_pgt_sample
 
     csv = build_pgt_sample(tmp_path / "sample")
     ev = evaluation(csv, tmp_path, pgt_debug=True)
@@ -349,7 +354,7 @@ def outcome(row: int, generator: str, label: str, predicted: str | None) -> Outc
 
 
 def test_recall_per_generator_counts_ai_images_and_drops_none():
-    from support.pgt.summary import generator_recall
+    from support.evaluations.pgt.summary import generator_recall
 
     outs = [
         outcome(0, "image_gen0", AI, AI),
@@ -371,7 +376,7 @@ def test_recall_per_generator_counts_ai_images_and_drops_none():
 # ---- end to end (pytester subprocess runs) ------------------------------------------------------
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> Path:
-    from support.synthetic.pgt_images import build_pgt_sample
+    from support.evaluations.pgt.synthetic import build_pgt_sample
 
     return build_pgt_sample(tmp_path_factory.mktemp("pgt"))
 
@@ -446,7 +451,7 @@ def test_source_files(run_suite, sample, tmp_path):
     # baseline records the default mode, as the source's --mode
     assert read(base / "oracle/baseline/performance_fixed_r1.json")["mode"] == "prefill"
     # the bar chart reads the source's files (error bars from confidence.json)
-    from support.pgt.plot_data import load_performance
+    from support.evaluations.pgt.plot_data import load_performance
 
     df = load_performance(root / "pgt", run="fixed_r1")
     assert len(df) == 2 * 2 * 2 and df["macro_f1_lo"].notna().all()
@@ -489,7 +494,7 @@ def test_one_profile_never_skips_the_others_results(tmp_path):
     performance_fixed_<ts>.json: each profile's keep-existing check sees only its own."""
     import json as _json
 
-    from support.pgt.spec import kept_results
+    from support.evaluations.pgt.spec import kept_results
 
     entries = [{"image": "a.png", "error": None}, {"image": "b.png", "error": "boom"}]
     for stamp, perf in (("w1", "performance_w1.json"), ("s1", "performance_fixed_s1.json")):

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from support.memo import FileMemo
-from support.pointing.classes import ORGAN_IDS
-from support.pointing.spec import PointingSettings
-from support.pointing.task import (
+from support.evaluations.pointing.classes import ORGAN_IDS
+from support.evaluations.pointing.spec import PointingSettings
+from support.evaluations.pointing.task import (
     CANVAS_RECIPE,
     TARGET_RULE,
     PointingEvaluation,
     canvas_folder,
     targets_folder,
 )
+from support.memo import FileMemo
 from support.settings import RunSettings
 
 

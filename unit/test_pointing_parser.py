@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.pointing.parser import (
+from support.evaluations.pointing.parser import (
     PointingAnswer,
     format_pointing,
     parse_pointing,

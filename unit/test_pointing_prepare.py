@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.pointing.classes import ORGAN_IDS, presence_vector
-from support.pointing.dataset import CholecSeg8k
-from support.pointing.prepare import (
+from support.evaluations.pointing.classes import ORGAN_IDS, presence_vector
+from support.evaluations.pointing.dataset import CholecSeg8k
+from support.evaluations.pointing.prepare import (
     build_fewshot_plan,
     build_presence_matrix,
     file_names,
@@ -24,8 +24,8 @@ from support.pointing.prepare import (
     prepare,
     select_balanced,
 )
-from support.pointing.selection import jaccard
-from support.synthetic.cholecseg8k import build_cholecseg8k
+from support.evaluations.pointing.selection import jaccard
+from support.evaluations.pointing.synthetic import build_cholecseg8k
 
 ROOT = Path(__file__).resolve().parents[1]
 N_TEST, GAP = 12, 2  # test rows drawn from the 120-row sample, min rows between picks of a video
@@ -221,7 +221,8 @@ def test_load_prepared_missing_files(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_cli(small: CholecSeg8k, tmp_path: Path) -> None:
     out = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "support.pointing.prepare", "--cholecseg8k", small.source,
+    module = "support.evaluations.pointing.prepare"
+    cmd = [sys.executable, "-m", module, "--cholecseg8k", small.source,
            "--out", str(out), "--n-test", str(N_TEST), "--min-gap", str(GAP)]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)

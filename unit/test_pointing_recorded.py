@@ -8,7 +8,7 @@ from the 10-sample notebook), zero-shot and few-shot, two tables with undefined 
 
 From each table's counts (TP, FN, TN, FP per organ; gTP = present cases predicted present whose
 point hits; gFP = the same on absent cases) the cases are rebuilt and fed to
-`support.pointing.summary`: `source_metrics` (the original's metrics_summary file), the
+`support.evaluations.pointing.summary`: `source_metrics` (the original's metrics_summary file), the
 `reduce_source_counts`/`reduce_macro` reducers and `summarize` (summary.csv). Every printed value
 must come back at the printed precision. The original prints a ratio as a percentage with two
 decimals and "--" when it is undefined (eval/pointing_metrics.py:122-124), and its macro line
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
-from support.pointing.summary import (
+from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
+from support.evaluations.pointing.summary import (
     ALL,
     reduce_macro,
     reduce_source_counts,

@@ -19,31 +19,31 @@ from PIL import Image
 
 from support.backends.base import BackendError
 from support.evaluation import OptionError
-from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
-from support.pointing.dataset import CholecSeg8k
-from support.pointing.parser import parse_pointing_source
-from support.pointing.prepare import (
+from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
+from support.evaluations.pointing.dataset import CholecSeg8k
+from support.evaluations.pointing.parser import parse_pointing_source
+from support.evaluations.pointing.prepare import (
     balanced_rows,
     build_presence_matrix,
     load_prepared,
     normalize_plan,
 )
-from support.pointing.prompts import (
+from support.evaluations.pointing.prompts import (
     Example,
     source_answer,
     source_few_shot_parts,
     source_user_prompt,
     system_prompt,
 )
-from support.pointing.selection import (
+from support.evaluations.pointing.selection import (
     near_miss_negative,
     select_balanced_source,
     select_diverse,
     source_plan_rows,
 )
-from support.pointing.spec import PointingSettings, configure
-from support.pointing.summary import source_metrics, source_records, summarize
-from support.pointing.task import PointingEvaluation, source_temperature
+from support.evaluations.pointing.spec import PointingSettings, configure
+from support.evaluations.pointing.summary import source_metrics, source_records, summarize
+from support.evaluations.pointing.task import PointingEvaluation, source_temperature
 from support.settings import RunSettings
 from support.types import Outcome, Part
 

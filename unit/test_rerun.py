@@ -87,7 +87,7 @@ def test_images_the_kept_results_lack_are_evaluated_and_override_reruns(run_suit
     ],
 )
 def test_a_malformed_kept_file_is_evaluated_again_not_an_error(tmp_path, text):
-    from support.pgt.task import kept_entries
+    from support.evaluations.pgt.task import kept_entries
 
     path = tmp_path / "reasoning_a.json"
     path.write_text(text, encoding="utf-8")

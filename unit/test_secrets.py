@@ -22,7 +22,7 @@ from api_runs import api_env, run_evaluation
 from support.backends import api_keys
 from support.backends.api_keys import redact, register_url
 from support.backends.redacted_logs import install_log_redaction
-from support.loopback import LoopbackServer
+from support.testing.loopback import LoopbackServer
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")

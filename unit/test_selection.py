@@ -12,10 +12,10 @@ from PIL import Image
 
 from fixtures.evaluations import _selected
 from fixtures.selection import NOT_QUICK, QUICK
-from support.pgt.spec import configure
-from support.pgt.task import PgtEvaluation
+from support.evaluations.pgt.spec import configure
+from support.evaluations.pgt.synthetic import ensure_pgt_sample
+from support.evaluations.pgt.task import PgtEvaluation
 from support.settings import RunSettings
-from support.synthetic.pgt_images import ensure_pgt_sample
 
 ROWS = 3_000
 

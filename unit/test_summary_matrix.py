@@ -244,11 +244,11 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
 def real_settings(name: str, tmp_path: Path) -> object:
     """Settings of each evaluation pointing at real data (paths that need not exist: only the
     summary reads them here)."""
-    from support.dynamic.spec import DynamicSettings
-    from support.nyu.spec import NyuSettings
-    from support.pgt.spec import PgtSettings
-    from support.pointing.spec import PointingSettings
-    from support.surgvqa.spec import SurgvqaSettings
+    from support.evaluations.dynamic.spec import DynamicSettings
+    from support.evaluations.nyu_distance.spec import NyuSettings
+    from support.evaluations.pgt.spec import PgtSettings
+    from support.evaluations.pointing.spec import PointingSettings
+    from support.evaluations.surgvqa.spec import SurgvqaSettings
 
     return {
         "pointing": PointingSettings(cholecseg8k=str(tmp_path / "cholecseg8k")),
@@ -292,7 +292,7 @@ def test_surgvqa_headline_counts_questions_and_frames_apart(outcomes) -> None:
 
 
 def pointing_outcome(organ_id: int, y_true: int, y_pred: int) -> Outcome:
-    from support.pointing.classes import CLASS_NAMES
+    from support.evaluations.pointing.classes import CLASS_NAMES
 
     organ = CLASS_NAMES[organ_id]
     return Outcome(
@@ -308,8 +308,8 @@ def pointing_outcome(organ_id: int, y_true: int, y_pred: int) -> Outcome:
 
 
 def test_pointing_report_names_every_tied_organ(tmp_path: Path) -> None:
-    from support.pointing.classes import CLASS_NAMES, ORGAN_IDS
-    from support.pointing.summary import summarize, write_report
+    from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
+    from support.evaluations.pointing.summary import summarize, write_report
 
     missed = ORGAN_IDS[:4]  # present, answered absent: F1 0, four ways tied
     outs = [pointing_outcome(i, 1, 0) for i in missed] + [pointing_outcome(ORGAN_IDS[4], 1, 1)]

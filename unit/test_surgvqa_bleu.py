@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from surgvu_writeup import PRINTED_MAX, PRINTED_MEAN, PRINTED_SCORES, QUESTION, REFERENCES
 
-from support.surgvqa.bleu import (
+from support.evaluations.surgvqa.bleu import (
     is_yes_no_question,
     max_bleu,
     metrics_json,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.surgvqa.boxes import Box, BoxAnswer, box_frame_for, boxes_json, parse_boxes
-from support.surgvqa.tools import TOOL_CLASSES
+from support.evaluations.surgvqa.boxes import Box, BoxAnswer, box_frame_for, boxes_json, parse_boxes
+from support.evaluations.surgvqa.tools import TOOL_CLASSES
 
 W, H = 640, 512  # px: the challenge's frame size
 

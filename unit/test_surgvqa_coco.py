@@ -1,4 +1,4 @@
-"""support/surgvqa/coco.py against pycocotools run directly on the same files.
+"""support/evaluations/surgvqa/coco.py against pycocotools run directly on the same files.
 
 Each golden test writes the ground truth and the results to tmp_path and runs pycocotools as its
 README does (COCO(file), loadRes(file), COCOeval, evaluate/accumulate/summarize); our `evaluate`
@@ -20,8 +20,8 @@ import pytest
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from support.surgvqa.boxes import Box
-from support.surgvqa.coco import (
+from support.evaluations.surgvqa.boxes import Box
+from support.evaluations.surgvqa.coco import (
     STAT_NAMES,
     FrameTruth,
     ResampledAP,
@@ -30,7 +30,7 @@ from support.surgvqa.coco import (
     ground_truth,
     map_bootstrap,
 )
-from support.surgvqa.tools import CATEGORY_ID, TOOL_CLASSES
+from support.evaluations.surgvqa.tools import CATEGORY_ID, TOOL_CLASSES
 
 STAPLER, CLIP, NEEDLE = CATEGORY_ID["stapler"], CATEGORY_ID["clip applier"], 11
 

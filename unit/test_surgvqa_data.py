@@ -13,16 +13,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from support.surgvqa.dataset import SurgvuDataError, ToolFrame, ToolVideo, read_tools, read_vqa
-from support.surgvqa.tools import TOOL_CLASSES, canonical_tool
-from support.surgvqa.video import (
+from support.evaluations.surgvqa import synthetic as synth
+from support.evaluations.surgvqa.dataset import (
+    SurgvuDataError,
+    ToolFrame,
+    ToolVideo,
+    read_tools,
+    read_vqa,
+)
+from support.evaluations.surgvqa.tools import TOOL_CLASSES, canonical_tool
+from support.evaluations.surgvqa.video import (
     evenly_spaced,
     frame_count,
     iter_frames,
     read_frames,
     write_video,
 )
-from support.synthetic import surgvu as synth
 
 TOL = 3  # pixels: H.264 (yuv420p, crf 12) may smear a drawn edge by a pixel or two
 

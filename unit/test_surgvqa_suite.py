@@ -16,7 +16,7 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 from surgvu_writeup import PRINTED_MEAN, PRINTED_SCORES, REFERENCES
 
-from support.surgvqa.video import write_video
+from support.evaluations.surgvqa.video import write_video
 
 
 @pytest.fixture
@@ -163,11 +163,11 @@ def test_bad_options_and_files_are_named(run, tmp_path):
 
 
 def test_a_frame_of_another_size_than_its_annotation_is_named(tmp_path):
+    from support.evaluations.surgvqa.dataset import SurgvuDataError
+    from support.evaluations.surgvqa.spec import SurgvqaSettings
+    from support.evaluations.surgvqa.task import SurgvqaEvaluation
+    from support.evaluations.surgvqa.tools import TOOL_CLASSES
     from support.settings import RunSettings
-    from support.surgvqa.dataset import SurgvuDataError
-    from support.surgvqa.spec import SurgvqaSettings
-    from support.surgvqa.task import SurgvqaEvaluation
-    from support.surgvqa.tools import TOOL_CLASSES
 
     write_video(tmp_path / "1_fps1.mp4", [np.zeros((64, 64, 3), np.uint8)] * 2, fps=1)
     coco = {

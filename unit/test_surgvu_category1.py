@@ -17,13 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from support.evaluations.surgvqa.coco import (
+    OFFICIAL_SCORE,
+    detections,
+    ground_truth,
+    official_inputs,
+)
+from support.evaluations.surgvqa.dataset import ToolFrame, ToolVideo
+from support.evaluations.surgvqa.spec import SurgvqaSettings, configure
+from support.evaluations.surgvqa.summary import coco_files, summarize
+from support.evaluations.surgvqa.task import SurgvqaEvaluation, frame_truth, xywh_boxes
+from support.evaluations.surgvqa.tools import TOOL_CLASSES
 from support.settings import RunSettings
-from support.surgvqa.coco import OFFICIAL_SCORE, detections, ground_truth, official_inputs
-from support.surgvqa.dataset import ToolFrame, ToolVideo
-from support.surgvqa.spec import SurgvqaSettings, configure
-from support.surgvqa.summary import coco_files, summarize
-from support.surgvqa.task import SurgvqaEvaluation, frame_truth, xywh_boxes
-from support.surgvqa.tools import TOOL_CLASSES
 from support.types import Outcome
 
 Xywh = tuple[int, int, int, int]  # px

@@ -83,7 +83,7 @@ def test_folders_line_names_one_run_in_one_line(tmp_path: Path) -> None:
 
 
 BROKEN_SUMMARY = """
-import support.nyu.summary as nyu_summary
+import support.evaluations.nyu_distance.summary as nyu_summary
 
 
 def _broken(*args, **kwargs):

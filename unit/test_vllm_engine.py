@@ -6,7 +6,7 @@ venv with vLLM's CPU build and runs `pytest unit -m vllm` in it. Engines start o
 where they can: one in-process engine (the checks below), one server (the checks and the served
 runs), and one engine in each child `pytest evals` run that is not served from the cache.
 
-The model is the suite's tiny LLaVA (support.synthetic.tiny_vlm): its answers are nonsense, so
+The model is the suite's tiny LLaVA (support.testing.tiny_vlm): its answers are nonsense, so
 what is checked is the path, not the scores: every evaluation's quick subset runs with no error
 outcome, the prompt the engine sees is the model's chat template, prefill continues the opened
 assistant turn, n samples come back, seeds repeat, image limits and failures stay per request,
@@ -54,7 +54,7 @@ ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CONFIGURE_LOGGING": "0"}
 @pytest.fixture(scope="module")
 def tiny(shared_cache: Path) -> Path:
     """The tiny LLaVA folder, built once for the session."""
-    from support.synthetic.tiny_vlm import ensure_tiny_vlm
+    from support.testing.tiny_vlm import ensure_tiny_vlm
 
     return ensure_tiny_vlm(shared_cache)
 

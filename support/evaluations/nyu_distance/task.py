@@ -1,0 +1,306 @@
+"""The NYU Depth V2 distance evaluation: the 3D distance in metres between two marked points.
+
+Cases are image x point pair (`img0003-pair1`); the model is added by the pytest parametrization.
+Pairs are sampled at collection from the depths at a pixel grid
+(support.evaluations.nyu_distance.pairs, seeded by --seed and the image index, so every xdist worker
+gets the same pairs), and the ground truth is the distance between the back-projected pixels (NYU
+Kinect intrinsics). Data flow of one case: the RGB image gets a red cross at A and a blue cross at
+B, is sent as JPEG with the source's prompt, the answer is parsed into metres and compared with the
+truth.
+
+Status (it only colours pass/fail; the metrics come from the numbers): `correct` when the answer is
+within the usual depth-estimation threshold delta < 1.25, i.e. max(pred/gt, gt/pred) < 1.25; `wrong`
+otherwise; `unparsable` without a number (support.evaluations.nyu_distance.parser); `error` when the
+backend failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import math
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from support.evaluation import Evaluation, linspace_subset
+from support.evaluations.nyu_distance.folder import NyuFolder, NyuFolderError
+from support.evaluations.nyu_distance.mat import HEIGHT, WIDTH, NyuMat, NyuMatError
+from support.evaluations.nyu_distance.pairs import (
+    MIN_DEPTH_DIFF,
+    MIN_SEPARATION,
+    PointPair,
+    grid,
+    pair_rng,
+    sample_pairs,
+    sample_pairs_source,
+    source_cell_centres,
+)
+from support.evaluations.nyu_distance.parser import (
+    DistanceAnswer,
+    format_distance,
+    parse_answer,
+    parse_first_number,
+)
+from support.evaluations.nyu_distance.prompts import (
+    MAX_TOKENS,
+    PROMPT,
+    SOURCE_MAX_TOKENS,
+    SOURCE_TEMPERATURE,
+    TEMPERATURE,
+    source_prompt,
+)
+from support.evaluations.nyu_distance.spec import NyuSettings
+from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
+from support.memo import OnceCache
+from support.runner import CaseClient
+from support.settings import RunSettings
+from support.types import Case, Outcome, Part, Request, Verdict, encode_image
+
+DELTA_THRESHOLD = 1.25  # `correct` when max(pred/gt, gt/pred) < this
+SHOWN_IMAGES = 10  # image numbers named in a message, at most
+RED, BLUE = (255, 0, 0), (0, 0, 255)
+JPEG_QUALITY = 95
+SOURCE_JPEG_QUALITY = 75  # the original saves its marked images with PIL's default quality
+
+
+@dataclass(frozen=True)
+class DistanceAnswerSpace:
+    """`chance`'s answers: a uniform distance in [low, high] metres, as text with 2 decimals."""
+
+    low: float = 0.2
+    high: float = 6.0
+
+    def sample(self, rng: np.random.Generator) -> str:
+        return f"{rng.uniform(self.low, self.high):.2f}"
+
+
+def delta_ratio(pred: float, gt: float) -> float:
+    """max(pred/gt, gt/pred): 1 for a perfect answer; inf for 0 (gt > 0)."""
+    if pred <= 0 or gt <= 0:
+        return math.inf
+    return max(pred / gt, gt / pred)
+
+
+def draw_cross(draw: ImageDraw.ImageDraw, point, colour, label: str, arm: int = 10) -> None:
+    """A cross of the colour centred on pixel (u, v) = (column, row), white-outlined, labelled."""
+    u, v = point
+    for width, fill in ((7, (255, 255, 255)), (3, colour)):
+        draw.line([(u - arm, v), (u + arm, v)], fill=fill, width=width)
+        draw.line([(u, v - arm), (u, v + arm)], fill=fill, width=width)
+    font = ImageFont.load_default(size=18)
+    draw.text((u + arm + 3, v - arm - 16), label, fill=colour, font=font, stroke_width=2,
+              stroke_fill=(255, 255, 255))  # fmt: skip
+
+
+def draw_cross_source(draw: ImageDraw.ImageDraw, point, colour, label: str, arm: int = 10) -> None:
+    """The original's mark: a 3-px cross with `arm` px arms, the label in PIL's default font 15 px
+    right of and 15 px above the centre, no outline."""
+    u, v = point
+    draw.line([(u - arm, v), (u + arm, v)], fill=colour, width=3)
+    draw.line([(u, v - arm), (u, v + arm)], fill=colour, width=3)
+    draw.text((u + 15, v - 15), label, fill=colour)
+
+
+def mark_pair(rgb: np.ndarray, pair: PointPair, compat: str = "writeup") -> Image.Image:
+    """The (480, 640, 3) RGB image with a red cross at A (point1) and a blue one at B (point2)."""
+    image = Image.fromarray(rgb).convert("RGB")
+    draw = ImageDraw.Draw(image)
+    cross = draw_cross_source if compat == "source" else draw_cross
+    cross(draw, pair.point1, RED, "A")
+    cross(draw, pair.point2, BLUE, "B")
+    return image
+
+
+def marked_jpeg(rgb: np.ndarray, pair: PointPair, compat: str = "writeup") -> bytes:
+    """What the model sees: the marked image as JPEG bytes."""
+    quality = SOURCE_JPEG_QUALITY if compat == "source" else JPEG_QUALITY
+    return encode_image(mark_pair(rgb, pair, compat), "JPEG", quality=quality)
+
+
+def open_data(settings: NyuSettings, cache_dir) -> NyuMat | NyuFolder:
+    """The images and depths: --nyu-dir, --nyu-mat, or the synthetic sample."""
+    if settings.folder:
+        return NyuFolder(settings.folder)
+    return NyuMat(settings.mat or ensure_nyu_mat(cache_dir))
+
+
+class NyuDataWarning(UserWarning):
+    """Some images of the NYU data yield no point pair, so they give no case (named once)."""
+
+
+def _numbers(images: list[int]) -> str:
+    shown = ", ".join(map(str, images[:SHOWN_IMAGES]))
+    return shown + (f" and {len(images) - SHOWN_IMAGES} more" if len(images) > SHOWN_IMAGES else "")
+
+
+def check_pairs(
+    mat: NyuMat | NyuFolder, grids: Mapping[int, np.ndarray], pairs: Mapping[int, list]
+) -> None:
+    """Images that yield no pair are never dropped in silence: when none of them yields one, the
+    reader's error (NyuMatError / NyuFolderError) names the file and why; when only some yield
+    none, one NyuDataWarning names them. grids: each image's depths (metres) at its grid."""
+    empty = [i for i, p in pairs.items() if not p]
+    if not empty:
+        return
+    no_depth = [i for i in empty if not np.any(np.isfinite(grids[i]) & (grids[i] > 0))]
+    too_close = [i for i in empty if i not in set(no_depth)]
+    why = "; ".join(
+        text
+        for text in (
+            no_depth
+            and f"images {_numbers(no_depth)}: no finite positive depth (m) at the sampled grid",
+            too_close
+            and f"images {_numbers(too_close)}: no two valid points more than "
+            f"{MIN_SEPARATION:g} px apart whose depths differ by more than {MIN_DEPTH_DIFF:g} m",
+        )
+        if text
+    )
+    if len(empty) == len(pairs):
+        error = NyuFolderError if isinstance(mat, NyuFolder) else NyuMatError
+        raise error(f"{mat.path}: none of the {len(pairs)} images read yields a point pair ({why})")
+    warnings.warn(
+        f"{mat.path}: {len(empty)} of {len(pairs)} images yield no point pair and give no "
+        f"case ({why})",
+        NyuDataWarning,
+        stacklevel=2,
+    )
+
+
+def marked_name(image_idx: int, pair_idx: int) -> str:
+    """img0000_pair0.jpg, as the source names its marked images."""
+    return f"img{image_idx:04d}_pair{pair_idx}.jpg"
+
+
+def pair_of(params: dict) -> PointPair:
+    """The case's point pair from its params."""
+    return PointPair(tuple(params["point1"]), tuple(params["point2"]), params["depth1"],
+                     params["depth2"])  # fmt: skip
+
+
+class NyuDistanceEvaluation(Evaluation):
+    """Worker side: data, pairs, requests, scoring. Controller side:
+    support.evaluations.nyu_distance.summary."""
+
+    name: ClassVar[str] = "nyu_distance"
+    summary_module: ClassVar[str] = "support.evaluations.nyu_distance.summary"
+    quick_samples: ClassVar[int] = 2  # images in the quick subset (x pairs per image cases)
+
+    def __init__(
+        self, mat: NyuMat | NyuFolder, pairs: dict[int, list[PointPair]], compat: str = "writeup"
+    ) -> None:
+        self.mat = mat
+        self.compat = compat
+        self.pairs = pairs  # image index -> its sampled pairs, in image order
+        self.images = list(pairs)
+        self.quick_images = set(linspace_subset(self.images, self.quick_samples))
+        self._rgb: OnceCache[int, np.ndarray] = OnceCache(8)
+        self._marked: OnceCache[tuple[int, int], bytes] = OnceCache(256)
+
+    # ---- loading and cases -------------------------------------------------------------------
+    @classmethod
+    def load(cls, run: RunSettings, settings: NyuSettings) -> NyuDistanceEvaluation:
+        mat = open_data(settings, run.cache_dir)
+        k = settings.pairs_per_image
+        if settings.compat == "source":  # the first N images, the original's sampler
+            us, vs = source_cell_centres(WIDTH, HEIGHT)
+            images = list(range(min(settings.source_images, len(mat))))
+            grids = {i: mat.depth_at(i, us, vs) for i in images}
+            pairs = {i: sample_pairs_source(grids[i], us, vs, k) for i in images}
+        else:
+            us, vs = grid()
+            images = linspace_subset(list(range(len(mat))), run.samples)
+            grids = {i: mat.depth_at(i, us, vs) for i in images}
+            pairs = {i: sample_pairs(grids[i], us, vs, k, pair_rng(run.seed, i)) for i in images}
+        if k > 0:
+            check_pairs(mat, grids, pairs)
+        return cls(mat, pairs, settings.compat)
+
+    def cases(self) -> list[Case]:
+        out = []
+        for i in self.images:
+            for j, pair in enumerate(self.pairs[i]):
+                params = {
+                    "image_idx": i,
+                    "pair_idx": j,
+                    "point1": list(pair.point1),  # (u, v) image px
+                    "point2": list(pair.point2),
+                    "depth1": pair.depth1,  # Z metres
+                    "depth2": pair.depth2,
+                    "gt_distance": pair.distance(self.mat.intrinsics),  # metres
+                }
+                # the pairs of one image share a scene: resampled together
+                out.append(Case(f"img{i:04d}-pair{j}", self.name, params, cluster=f"img{i}"))
+        return out
+
+    def is_quick(self, case: Case) -> bool:
+        return case.params["image_idx"] in self.quick_images
+
+    def locality(self, case: Case) -> str:
+        return case.cluster
+
+    # ---- images ------------------------------------------------------------------------------
+    def marked(self, case: Case) -> bytes:
+        """The case's marked image as JPEG bytes (what the model sees), made once per process."""
+        key = (case.params["image_idx"], case.params["pair_idx"])
+        return self._marked.get(
+            key,
+            lambda k: marked_jpeg(
+                self._rgb.get(k[0], self.mat.image), pair_of(case.params), self.compat
+            ),
+        )
+
+    def request(self, case: Case) -> Request:
+        source = self.compat == "source"
+        p = case.params
+        text = source_prompt(tuple(p["point1"]), tuple(p["point2"])) if source else PROMPT
+        return Request(
+            parts=(Part.of_image(self.marked(case)), Part.of_text(text)),
+            temperature=SOURCE_TEMPERATURE if source else TEMPERATURE,
+            max_tokens=SOURCE_MAX_TOKENS if source else MAX_TOKENS,
+            target=format_distance(case.params["gt_distance"]),
+            answer_space=DistanceAnswerSpace(),
+        )
+
+    # ---- evaluation --------------------------------------------------------------------------
+    async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
+        request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
+        response = await client.generate(request)
+        parse = parse_first_number if self.compat == "source" else parse_answer
+        return self.score(case, parse(response.text))
+
+    def score(self, case: Case, answer: DistanceAnswer) -> Verdict:
+        gt = float(case.params["gt_distance"])
+        pred = answer.metres
+        if pred is None:
+            status, scores = "unparsable", {"gt": gt, "pred": None, "abs_error": None}
+        else:
+            status = "correct" if delta_ratio(pred, gt) < DELTA_THRESHOLD else "wrong"
+            scores = {"gt": gt, "pred": pred, "abs_error": abs(pred - gt)}
+        p = case.params
+        return Verdict(
+            status=status,
+            scores=scores,
+            prediction={"distance_m": pred, "unit": answer.unit, "parsed_by": answer.reason},
+            target={"distance_m": p["gt_distance"], "point1": p["point1"], "point2": p["point2"]},
+        )
+
+    def render(self, case: Case, outcome: Outcome) -> bytes | None:
+        """The marked image with the prediction and the truth written under it."""
+        image = Image.open(io.BytesIO(self.marked(case))).convert("RGB")
+        pred = (outcome.prediction or {}).get("distance_m")
+        gt = case.params["gt_distance"]
+        text = f"truth {gt:.2f} m   prediction " + (
+            f"{pred:.2f} m   |error| {abs(pred - gt):.2f} m" if pred is not None else "none"
+        )
+        canvas = Image.new("RGB", (image.width, image.height + 30), (255, 255, 255))
+        canvas.paste(image, (0, 0))
+        ImageDraw.Draw(canvas).text(
+            (8, image.height + 5), text, fill=(0, 0, 0), font=ImageFont.load_default(size=18)
+        )
+        canvas.thumbnail((640, 640))
+        return encode_image(canvas, "JPEG", quality=85)

@@ -1,0 +1,285 @@
+"""A model's tool-detection answer -> labelled boxes in pixels of the frame.
+
+The prompt asks for a JSON list of `{"label": <tool name>, "bbox_2d": [x1, y1, x2, y2]}` in pixels
+of the image. Models answer in their own conventions, so `parse_boxes` also reads:
+
+- the JSON inside code fences or surrounded by prose; a single object instead of a list; a
+  `{"boxes": [...]}` / `{"detections": [...]}` wrapper; Python literals (single quotes);
+- box keys `bbox_2d`, `bbox`, `box`, `box_2d`; label keys `label`, `name`, `tool`, `class`;
+  numbers given as strings;
+- an answer cut off by max_tokens: the complete items before the cut are kept ("truncated").
+
+Box frames (`BoxFrame`), all turned into pixels of the frame (origin top-left, x right, y down):
+
+- "pixels":   [x1, y1, x2, y2] absolute pixels (the prompt's own; Qwen2.5-VL);
+- "norm1000": [x1, y1, x2, y2] relative, 0-1000 across the image (Qwen2-VL, Qwen3-VL);
+- "gemini":   [ymin, xmin, ymax, xmax] relative, 0-1000 (Gemini's `box_2d`);
+- "auto":     an item whose box key is `box_2d` is read as "gemini", any other as "pixels".
+
+Corners given the wrong way round are swapped and boxes are clipped to the frame. Items that cannot
+be used (unknown tool, not four finite numbers, no area left after clipping, not an object) are
+dropped and counted. Model answers are untrusted text: `parse_boxes` never raises. At most
+MAX_BOXES_PER_TOOL boxes of each tool are kept (the first ones, in answer order); the rest are
+counted in `over_cap`. No score changes: answer order is score order
+(support.evaluations.surgvqa.coco), and COCOeval never counts more than 100 detections of a class
+per frame.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from support.evaluations.surgvqa.tools import canonical_tool
+
+BoxFrame = Literal["auto", "pixels", "norm1000", "gemini"]
+
+MAX_CHARS = 100_000  # only this many leading characters of an answer are looked at
+MAX_STARTS = 64  # "[" / "{" positions tried as the start of the JSON value
+MAX_LITERAL_STARTS = 4  # positions tried with ast.literal_eval (Python-literal answers)
+MAX_BOXES_PER_TOOL = 100  # boxes kept per tool and answer (COCOeval's maxDets[-1])
+NORM = 1000.0  # full extent of the 0-1000 relative frames
+
+BOX_KEYS = ("bbox_2d", "bbox", "box", "box_2d")  # first present wins
+LABEL_KEYS = ("label", "name", "tool", "class")
+WRAPPER_KEYS = ("boxes", "detections")
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = " \t\r\n"
+
+
+@dataclass(frozen=True)
+class Box:
+    """One labelled box in pixels of the frame (origin top-left, x right, y down), x1<x2, y1<y2."""
+
+    label: str  # canonical class name (support.evaluations.surgvqa.tools.TOOL_CLASSES)
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+
+    def xywh(self) -> list[float]:
+        """COCO [x, y, width, height] in pixels."""
+        return [self.x1, self.y1, self.x2 - self.x1, self.y2 - self.y1]
+
+
+@dataclass(frozen=True)
+class BoxAnswer:
+    """A parsed answer: the usable boxes, in the model's order, and why there are no more."""
+
+    boxes: tuple[Box, ...]
+    reason: str  # "ok", "truncated", "empty list", "no usable box", "no JSON", "not a list"
+    dropped: int = 0  # items present but unusable
+    over_cap: int = 0  # usable boxes past MAX_BOXES_PER_TOOL of their tool, not kept
+
+
+def box_frame_for(model: str) -> BoxFrame:
+    """The box convention a model's name implies (case-insensitive): Gemini -> "gemini",
+    Qwen2-VL / Qwen3-VL -> "norm1000", anything else (Qwen2.5-VL included) -> "auto"."""
+    name = model.lower()
+    if "gemini" in name or name.startswith("google:"):
+        return "gemini"
+    if any(tag in name for tag in ("qwen2-vl", "qwen2_vl", "qwen3-vl", "qwen3_vl")):
+        return "norm1000"
+    return "auto"
+
+
+def parse_boxes(text: str, width: int, height: int, frame: BoxFrame = "auto") -> BoxAnswer:
+    """The boxes of an answer for a `width` x `height` px frame (never raises)."""
+    try:
+        value, truncated = _find_value(text if isinstance(text, str) else "")
+    except Exception:  # belt and braces: a parser bug must not fail a case
+        value, truncated = None, False
+    if value is _NOTHING:
+        return BoxAnswer((), "no JSON")
+    items = _items(value)
+    if items is None:
+        return BoxAnswer((), "not a list")
+    if not items:
+        return BoxAnswer((), "empty list")
+    boxes: list[Box] = []
+    per_tool: dict[str, int] = {}
+    dropped = over_cap = 0
+    for item in items:
+        box = _box(item, width, height, frame)
+        if box is None:
+            dropped += 1
+        elif per_tool.get(box.label, 0) >= MAX_BOXES_PER_TOOL:
+            over_cap += 1
+        else:
+            per_tool[box.label] = per_tool.get(box.label, 0) + 1
+            boxes.append(box)
+    if not boxes:
+        return BoxAnswer((), "no usable box", dropped)
+    return BoxAnswer(tuple(boxes), "truncated" if truncated else "ok", dropped, over_cap)
+
+
+def boxes_json(
+    boxes: Iterable[Box],
+    frame: BoxFrame = "pixels",
+    *,
+    width: int | None = None,
+    height: int | None = None,
+) -> str:
+    """The answer text for `boxes` in the prompt's format (what the oracle answers).
+
+    "pixels" / "auto": `[{"label", "bbox_2d": [x1, y1, x2, y2]}]` in pixels; "norm1000": the same
+    keys in 0-1000; "gemini": `box_2d` = [ymin, xmin, ymax, xmax] in 0-1000. The relative frames
+    need the frame's `width` and `height` (px). Integral values are written as integers.
+    """
+    out = []
+    for b in boxes:
+        if frame in ("pixels", "auto"):
+            out.append({"label": b.label, "bbox_2d": _numbers((b.x1, b.y1, b.x2, b.y2))})
+            continue
+        if not width or not height:
+            raise ValueError(f"boxes_json: frame {frame!r} needs the frame's width and height")
+        sx, sy = NORM / width, NORM / height
+        x1, y1, x2, y2 = b.x1 * sx, b.y1 * sy, b.x2 * sx, b.y2 * sy
+        if frame == "gemini":
+            out.append({"label": b.label, "box_2d": _numbers((y1, x1, y2, x2))})
+        else:
+            out.append({"label": b.label, "bbox_2d": _numbers((x1, y1, x2, y2))})
+    return json.dumps(out)
+
+
+def _numbers(values: Sequence[float]) -> list[float | int]:
+    return [int(v) if float(v).is_integer() else v for v in values]
+
+
+class _Nothing:
+    """No JSON value found (None itself is a JSON value: `null`)."""
+
+
+_NOTHING: Any = _Nothing()
+
+
+def _find_value(text: str) -> tuple[Any, bool]:
+    """The first JSON value in `text` that looks like boxes, and whether it was cut short.
+
+    Scans "[" and "{" positions in order. A value that decodes completely is taken if it is an
+    object or a list that is empty or holds an object. A "[" that does not decode is read item by
+    item: its complete objects before the cut are taken (a truncated answer). Then Python
+    literals; other JSON values (e.g. "[1]" in prose) are the last resort.
+    """
+    text = text[:MAX_CHARS]
+    fallback: Any = _NOTHING
+    starts = [i for i, ch in enumerate(text) if ch in "[{"][:MAX_STARTS]
+    for i in starts:
+        try:
+            value, _ = _DECODER.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            if text[i] == "[":
+                items = _complete_items(text, i + 1)
+                if items:
+                    return items, True
+            continue
+        if _looks_like_boxes(value):
+            return value, False
+        if fallback is _NOTHING:
+            fallback = value
+    for i in starts[:MAX_LITERAL_STARTS]:
+        end = text.rfind("]" if text[i] == "[" else "}")
+        if end <= i:
+            continue
+        try:
+            value = ast.literal_eval(text[i : end + 1])
+        except Exception:  # SyntaxError, ValueError, RecursionError, MemoryError, ...
+            continue
+        if _looks_like_boxes(value):
+            return value, False
+    return fallback, False
+
+
+def _looks_like_boxes(value: Any) -> bool:
+    if isinstance(value, dict):
+        return True
+    return isinstance(value, list | tuple) and (
+        not value or any(isinstance(v, dict) for v in value)
+    )
+
+
+def _complete_items(text: str, pos: int) -> list[dict]:
+    """The objects of a list starting at `pos` (just after its "["), up to the first item that
+    does not decode: only objects count, and none when the list holds no object at all."""
+    items: list[Any] = []
+    while True:
+        while pos < len(text) and text[pos] in _WHITESPACE:
+            pos += 1
+        try:
+            item, pos = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            break
+        items.append(item)
+        while pos < len(text) and text[pos] in _WHITESPACE:
+            pos += 1
+        if pos >= len(text) or text[pos] != ",":
+            break
+        pos += 1
+    return items if any(isinstance(v, dict) for v in items) else []
+
+
+def _items(value: Any) -> list[Any] | None:
+    """The list of box items a decoded value holds, or None when it holds none."""
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, dict):
+        for key in WRAPPER_KEYS:
+            inner = value.get(key)
+            if isinstance(inner, list | tuple):
+                return list(inner)
+        if any(key in value for key in (*BOX_KEYS, *LABEL_KEYS)):
+            return [value]  # a single item instead of a list
+    return None
+
+
+def _box(item: Any, width: int, height: int, frame: BoxFrame) -> Box | None:
+    """One item as a Box in pixels, or None when unusable."""
+    if not isinstance(item, dict):
+        return None
+    label = next((canonical_tool(item[k]) for k in LABEL_KEYS if k in item), None)
+    key = next((k for k in BOX_KEYS if k in item), None)
+    if label is None or key is None:
+        return None
+    coords = _four_numbers(item[key])
+    if coords is None:
+        return None
+    if frame == "auto":
+        frame = "gemini" if key == "box_2d" else "pixels"
+    a, b, c, d = coords
+    if frame == "gemini":  # [ymin, xmin, ymax, xmax] in 0-1000
+        x1, y1, x2, y2 = b * width / NORM, a * height / NORM, d * width / NORM, c * height / NORM
+    elif frame == "norm1000":
+        x1, y1, x2, y2 = a * width / NORM, b * height / NORM, c * width / NORM, d * height / NORM
+    else:
+        x1, y1, x2, y2 = a, b, c, d
+    x1, x2 = sorted((_clip(x1, width), _clip(x2, width)))
+    y1, y2 = sorted((_clip(y1, height), _clip(y2, height)))
+    if not (x2 > x1 and y2 > y1) or not all(map(math.isfinite, (x1, y1, x2, y2))):
+        return None
+    return Box(label, x1, y1, x2, y2)
+
+
+def _clip(v: float, size: int) -> float:
+    return min(max(v, 0.0), float(max(size, 0)))
+
+
+def _four_numbers(value: Any) -> tuple[float, float, float, float] | None:
+    if not isinstance(value, list | tuple) or len(value) != 4:
+        return None
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
+            return None
+        try:
+            f = float(v)
+        except (ValueError, OverflowError):
+            return None
+        if not math.isfinite(f):
+            return None
+        out.append(f)
+    return out[0], out[1], out[2], out[3]

@@ -1,0 +1,317 @@
+"""SurgVU metrics, summary table and files (controller side).
+
+VQA, per model and question kind (all, yes_no, open), over the answered questions (backend errors
+are left out and counted in `n_error`; empty and refusing answers score 0 and count):
+
+    bleu              mean over questions of the max sentence-BLEU over five references
+    yes_no_accuracy   yes/no questions whose answer opens with the references' yes/no word
+
+Tool detection, per model, over the frames scored (errors left out, counted):
+
+    map, ap50, ap75   COCO bbox AP@[.5:.05:.95], AP@.5, AP@.75 of all frames pooled
+                      (pycocotools COCOeval, area all, 100 detections per image)
+    map_video_mean    COCOeval run per video, AP@[.5:.95] averaged over videos (the challenge's
+                      evaluator scores each test video alone). Writeup profile: vlmbench's AP (boxes
+                      on frames without truth are false positives, ids from 1, rank scores);
+                      `--compat source`: the leaderboard's number exactly
+                      (support.evaluations.surgvqa.coco.official_inputs: truth frames only, ids from
+                      0, score 0.5)
+    precision50, recall50, f1_50
+                      pycocotools' matches at IoU 0.5 counted over frames: free of the ranking
+                      that a VLM's missing confidences make arbitrary
+    per class rows    `subset` = the class, `map`/`ap50` its AP (no interval)
+
+Intervals: 95% cluster bootstrap over videos: additive metrics through
+support.metrics.summarize_groups, the APs by re-accumulating pycocotools' per-image matches for
+resampled videos (support.evaluations.surgvqa.coco.map_bootstrap).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from support.contrasts import Comparisons
+from support.evaluations.surgvqa.bleu import metrics_json
+from support.evaluations.surgvqa.coco import (
+    detections,
+    evaluate,
+    ground_truth,
+    map_bootstrap,
+    official_inputs,
+)
+from support.evaluations.surgvqa.task import frame_truth, xywh_boxes
+from support.evaluations.surgvqa.tools import TOOL_CLASSES
+from support.metrics import safe_ratio, summarize_groups
+from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
+from support.settings import RunSettings
+from support.types import Outcome
+
+VQA_METRICS = ("bleu", "yes_no_accuracy")
+BOX_METRICS = ("map", "ap50", "ap75", "precision50", "recall50", "f1_50")
+METRICS = (*VQA_METRICS, *BOX_METRICS)
+HEADLINE = ("bleu", "yes_no_accuracy", "map", "ap50", "f1_50")
+KEYS = ("model", "category", "subset")
+KEY_METRICS = ("bleu", "map")  # the terminal's brief table (reports/terminal.py)
+
+
+def is_tools(o: Outcome) -> bool:
+    return o.params.get("category") == "tools"
+
+
+# ---- VQA ------------------------------------------------------------------------------------
+def vqa_counts(o: Outcome) -> list[float]:
+    """questions, summed max-BLEU, yes/no questions scored, yes/no answers right."""
+    yn = o.scores.get("yes_no_correct")
+    return [1.0, float(o.scores["bleu"]), float(yn is not None), float(yn or 0)]
+
+
+def vqa_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
+    return {
+        "bleu": safe_ratio(s[..., 1], s[..., 0]),
+        "yes_no_accuracy": safe_ratio(s[..., 3], s[..., 2]),
+    }
+
+
+def vqa_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict]:
+    keys = lambda o: [(o.model, "vqa", "all"), (o.model, "vqa", o.group.get("kind", ""))]  # noqa: E731
+    groups = summarize_groups(outcomes, keys, vqa_counts, vqa_reduce, n_resamples, seed)
+    return [g.row(KEYS, VQA_METRICS) for g in groups]
+
+
+# ---- tools ----------------------------------------------------------------------------------
+def match_counts(o: Outcome) -> list[float]:
+    return [float(o.scores["tp50"]), float(o.scores["n_dt"]), float(o.scores["n_gt"])]
+
+
+def match_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
+    tp, n_dt, n_gt = s[..., 0], s[..., 1], s[..., 2]
+    return {
+        "precision50": safe_ratio(tp, n_dt),
+        "recall50": safe_ratio(tp, n_gt),
+        "f1_50": safe_ratio(2 * tp, n_dt + n_gt),
+    }
+
+
+def paired_counts(o: Outcome) -> list[float]:
+    """Both categories in one row: VQA counts (vqa_counts), then box matches (match_counts)."""
+    return [0.0] * 4 + match_counts(o) if is_tools(o) else vqa_counts(o) + [0.0] * 3
+
+
+def paired_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
+    return vqa_reduce(s[..., :4]) | match_reduce(s[..., 4:])
+
+
+def yes_no_correct(o: Outcome) -> float:
+    yn = o.scores.get("yes_no_correct")
+    return float("nan") if is_tools(o) or yn is None else float(yn)
+
+
+# paired comparisons (support/contrasts.py): model vs model on the same questions and frames
+# (the COCO APs are not additive counts: they are compared through f1_50, which is)
+COMPARISONS = Comparisons(
+    counts=paired_counts,
+    reduce=paired_reduce,
+    metrics=("bleu", "yes_no_accuracy", "f1_50"),
+    tests={"yes_no_accuracy": "mcnemar-exact", "bleu": "permutation"},
+    scores=lambda o: {
+        "yes_no_accuracy": yes_no_correct(o),
+        "bleu": float("nan") if is_tools(o) else float(o.scores["bleu"]),
+    },
+)
+
+
+def coco_files(scored: list[Outcome]) -> tuple[dict, list[dict], dict[int, str]]:
+    """One model's scored tool frames as pycocotools input: ground truth, results, and each
+    image's cluster. Image ids 1.. in case order (the outcomes arrive sorted by case id)."""
+    truths, results, cluster_of = [], [], {}
+    for image_id, o in enumerate(sorted(scored, key=lambda o: o.case_id), start=1):
+        truths.append(frame_truth(image_id, o.params))
+        results += detections(image_id, xywh_boxes((o.prediction or {}).get("boxes", [])))
+        cluster_of[image_id] = o.cluster
+    return ground_truth(truths), results, cluster_of
+
+
+def is_source(outcomes: list[Outcome]) -> bool:
+    """Whether the outcomes come from a `--compat source` run (their params say so)."""
+    return any(o.params.get("compat") == "source" for o in outcomes)
+
+
+def video_mean_map(
+    gt: dict, results: list[dict], cluster_of: dict[int, str], source: bool = False
+) -> float:
+    """The challenge's number: COCOeval on each video alone, AP@[.5:.95] averaged over videos.
+
+    source: each video's inputs as the official evaluator builds them (coco.official_inputs);
+    else vlmbench's (every frame, ids from 1, rank scores). A video without truth is left out;
+    one without a predicted box scores 0 (the official evaluator stops with an IndexError)."""
+    by_video: dict[str, list[int]] = defaultdict(list)
+    for image_id, video in cluster_of.items():
+        by_video[video].append(image_id)
+    values = []
+    for ids in by_video.values():
+        keep = set(ids)
+        sub = dict(
+            gt,
+            images=[i for i in gt["images"] if i["id"] in keep],
+            annotations=[a for a in gt["annotations"] if a["image_id"] in keep],
+        )
+        sub_results = [r for r in results if r["image_id"] in keep]
+        if source:
+            sub, sub_results = official_inputs(sub, sub_results)
+        values.append(evaluate(sub, sub_results).stats["AP"])
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else np.nan
+
+
+def tool_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict]:
+    rows, class_rows = [], []
+    keys = lambda o: [(o.model, "tools", "all")]  # noqa: E731
+    for g in summarize_groups(outcomes, keys, match_counts, match_reduce, n_resamples, seed):
+        row = g.row(KEYS, ("precision50", "recall50", "f1_50"))
+        if g.scored:
+            gt, results, cluster_of = coco_files(g.scored)
+            scores = evaluate(gt, results)
+            for name, e in map_bootstrap(gt, results, cluster_of, n_resamples, seed).items():
+                row |= {name: e.value, f"{name}_lo": e.low, f"{name}_hi": e.high}
+            row["map_video_mean"] = video_mean_map(gt, results, cluster_of, is_source(g.scored))
+            for cls in TOOL_CLASSES:
+                ap, ap50 = scores.per_class_ap[cls], scores.per_class_ap50[cls]
+                if np.isfinite(ap):
+                    class_rows.append(
+                        {
+                            "model": g.key[0],
+                            "category": "tools",
+                            "subset": cls,
+                            "map": ap,
+                            "ap50": ap50,
+                        }
+                    )
+        rows.append(row)
+    return rows + class_rows
+
+
+def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Rows per (model, category, subset): n, n_error and each metric with `_lo`, `_hi`."""
+    vqa = [o for o in outcomes if not is_tools(o)]
+    tools = [o for o in outcomes if is_tools(o)]
+    rows = vqa_rows(vqa, n_resamples, seed) + tool_rows(tools, n_resamples, seed)
+    columns = [*KEYS, "n", "n_error"]
+    for m in METRICS:
+        columns += [m, f"{m}_lo", f"{m}_hi"]
+    columns.insert(columns.index("ap75_hi") + 1, "map_video_mean")
+    df = pd.DataFrame(rows, columns=columns)
+    order = {"all": 0, "yes_no": 1, "open": 2}
+    df["_o"] = [
+        (m, c, order.get(s, 3)) for m, c, s in zip(df.model, df.category, df.subset, strict=True)
+    ]
+    return df.sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+COUNTS = {"vqa": "n_questions", "tools": "n_frames"}  # headline: each category's cases apart
+
+
+def headline(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per model: VQA and tool detection side by side (a gate reads one row), with the
+    questions and frames counted apart (`n_questions`, `n_frames`: those scored, as `n` of
+    summary.csv) and the backend errors of both (`n_error`)."""
+    rows = []
+    for model, rows_of in summary.groupby("model", sort=True):
+        row: dict[str, Any] = {"model": model, **dict.fromkeys(COUNTS.values(), 0), "n_error": 0}
+        for category, metrics in (("vqa", VQA_METRICS), ("tools", ("map", "ap50", "f1_50"))):
+            hit = rows_of[(rows_of.category == category) & (rows_of.subset == "all")]
+            for m in metrics:
+                for suffix in ("", "_lo", "_hi"):
+                    row[m + suffix] = hit[m + suffix].iloc[0] if len(hit) else np.nan
+            if len(hit):
+                row[COUNTS[category]] = int(hit["n"].iloc[0])
+                row["n_error"] += int(hit["n_error"].iloc[0])
+        rows.append(row)
+    cols = ["model", *COUNTS.values(), "n_error"]
+    for m in HEADLINE:
+        cols += [m, f"{m}_lo", f"{m}_hi"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ---- files ----------------------------------------------------------------------------------
+def model_dir(out_dir: Path, model: str) -> Path:
+    """by_model/<model>/ (characters other than letters, digits, `._-` become `_`)."""
+    return out_dir / "by_model" / re.sub(r"[^A-Za-z0-9._-]+", "_", model)
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
+    return path
+
+
+def write_outputs(
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
+) -> list[Path]:
+    """Per model: the evaluator's VQA metrics.json, the COCO ground truth, results and
+    COCOeval stats; report.md for the run."""
+    written = []
+    by_model: dict[str, list[Outcome]] = defaultdict(list)
+    for o in outcomes:
+        if o.status != "error":
+            by_model[o.model].append(o)
+    for model, scored in sorted(by_model.items()):
+        folder = model_dir(out_dir, model)
+        vqa = sorted((o for o in scored if not is_tools(o)), key=lambda o: o.case_id)
+        if vqa:
+            # the evaluator's format exactly; results in case order (raw_results.jsonl has ids)
+            metrics = metrics_json([float(o.scores["bleu"]) for o in vqa])
+            written.append(write_json(folder / "vqa_metrics.json", metrics))
+        tools = [o for o in scored if is_tools(o)]
+        if tools:
+            gt, results, _ = coco_files(tools)
+            scores = evaluate(gt, results)
+            written += [
+                write_json(folder / "coco_ground_truth.json", gt),
+                write_json(folder / "coco_results.json", results),
+                write_json(
+                    folder / "cocoeval.json",
+                    {
+                        "stats": scores.stats,
+                        "per_class_ap": scores.per_class_ap,
+                        "per_class_ap50": scores.per_class_ap50,
+                    },
+                ),
+            ]
+    report = out_dir / "report.md"
+    atomic_write_text(report, report_text(summary, data_label(run)))
+    return [*written, report]
+
+
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not the real SurgVU (no --surgvqa-root: the synthetic
+    sample); None for the real data."""
+    from support.evaluations.surgvqa.spec import SurgvqaSettings
+
+    settings = run.evaluations.get("surgvqa") or SurgvqaSettings()
+    if settings.root:
+        return None
+    return "synthetic sample (support/evaluations/surgvqa/synthetic.py; not the real SurgVU)"
+
+
+def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
+    """report.md: what the data is, the headline (questions and frames counted apart), the VQA
+    kinds and the tool rows with 95% intervals."""
+    main = summary[summary.subset.isin(["all", "yes_no", "open"])]
+    classes = summary[~summary.subset.isin(["all", "yes_no", "open"])]
+    parts = [
+        "\n".join(report_head("surgvqa", data)),
+        "## Headline\n",
+        markdown_table(with_intervals(headline(summary), HEADLINE)),
+        "\n## By category and question kind\n",
+        markdown_table(with_intervals(main, (*METRICS,))),
+    ]
+    if len(classes):
+        table = classes[["model", "subset", "map", "ap50"]].rename(columns={"subset": "tool"})
+        parts += ["\n## AP per tool class (pooled frames)\n", markdown_table(table)]
+    return "\n".join(parts) + "\n"

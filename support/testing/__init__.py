@@ -1,0 +1,1 @@
+"""Test doubles and test models: the loopback API server, the tiny VLM."""

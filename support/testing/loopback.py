@@ -1,0 +1,643 @@
+"""A scripted model server on 127.0.0.1 that speaks three vendors' wire protocols, with faults.
+
+    OpenAI     POST /v1/chat/completions
+    Anthropic  POST /v1/messages
+    Gemini     POST /v1beta/models/<model>:generateContent
+
+Answers come from a script (`ScriptRequest -> str`), which sees every protocol's request in one
+normalized form, so one script serves all three SDKs. Faults are injected on demand: a seeded share
+of distinct request bodies fails its first `attempts` attempts with a 429 (short Retry-After), a
+500, a response slower than the client's timeout, a malformed 200 body, or a dropped connection;
+the retry that follows succeeds. A rate limit (`rate_limit=RateLimit(per_s, burst)`, `--rate-limit`)
+is a token bucket over all model and batch routes: a request that finds it empty is answered 429
+at once, with `retry-after` (seconds) and `retry-after-ms` saying when the next token comes, and
+counted in the stats' `rate_limited` (synchronous routes) or `batch_rate_limited` (batch routes).
+The server listens on 127.0.0.1 only and stops by itself after `lifetime_s`. For tests and
+benchmarks; `python -m support.testing.loopback --help` runs one standalone.
+
+For benchmarks run against a server in another process: `GET /_loopback/stats` returns the stats as
+JSON (counts, when the first request arrived and the last response was written, the peak in flight,
+the server process's CPU seconds), and `record_dir` (`--record DIR`) stores every distinct request
+body as `DIR/<sha256 of the body>.json`, byte for byte, so another client can replay them.
+
+The batch endpoints of the three protocols (support/testing/loopback_batches.py) answer each item
+with the same script; the fault rate fails a seeded share of items (an item-level error, counted in
+the stats' `batch_item_errors`, the next submission of that body succeeds), and
+`batches=BatchPlan(...)` says how many polls a batch takes and whether it completes, expires or is
+cancelled (on the command line `--batch-polls`, `--batch-ends`, `--batch-done-before-end`: the n-th
+value is the n-th batch's, the last repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from support.testing.loopback_batches import ENDINGS, BatchPlan, BatchStore, plans_of
+
+FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
+STATS_PATH = "/_loopback/stats"  # GET: ServerStats as JSON (`stats_json`)
+
+
+@dataclass(frozen=True)
+class ScriptRequest:
+    """A request in protocol-neutral form, as a script sees it."""
+
+    protocol: str  # "openai" | "anthropic" | "gemini"
+    model: str
+    system: str | None
+    texts: tuple[str, ...]  # the user turn's text parts, in order
+    n_images: int
+    prefill: str | None  # a trailing assistant / model turn, if any
+    n: int
+    temperature: float | None
+    max_tokens: int | None
+
+
+Script = Callable[[ScriptRequest], str]
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Which requests fail, and how. Decisions are seeded by the request body: reproducible."""
+
+    rate: float = 0.0  # share of distinct request bodies that fail first
+    kinds: tuple[str, ...] = FAULT_KINDS
+    attempts: int = 1  # failing attempts per faulted body; the next one succeeds
+    seed: int = 0
+    retry_after_s: float = 0.05  # sent with 429s
+    slow_s: float = 2.0  # delay of a "slow" response: set it past the client's timeout
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A token bucket: `per_s` requests a second on average, `burst` at once."""
+
+    per_s: float
+    burst: int = 1
+
+
+class TokenBucket:
+    """`take()` a token of `limit` (thread-safe): 0.0 when granted, else the seconds until the
+    next token. Small enough to keep here: the maintained libraries (aiolimiter, limits) are
+    asyncio-only or bring storage back ends a threaded test server does not need."""
+
+    def __init__(self, limit: RateLimit, clock: Callable[[], float] = time.monotonic) -> None:
+        if not (limit.per_s > 0 and limit.burst >= 1):
+            raise ValueError(f"rate limit {limit}: expected per_s > 0 and burst >= 1")
+        self.limit = limit
+        self.clock = clock
+        self.tokens = float(limit.burst)
+        self.at = clock()
+        self.lock = threading.Lock()
+
+    def take(self) -> float:
+        with self.lock:
+            now = self.clock()
+            self.tokens = min(self.limit.burst, self.tokens + (now - self.at) * self.limit.per_s)
+            self.at = now
+            if self.tokens >= 1.0:
+                self.tokens -= 1.0
+                return 0.0
+            return (1.0 - self.tokens) / self.limit.per_s
+
+
+@dataclass
+class ServerStats:
+    """What the server saw (thread-safe through the server's lock)."""
+
+    attempts: int = 0  # HTTP requests received on the model routes
+    answered: int = 0  # 200 responses with a well-formed answer
+    faults: Counter = field(default_factory=Counter)  # kind -> count
+    bodies: Counter = field(default_factory=Counter)  # sha256 of body -> attempts
+    answered_bodies: Counter = field(default_factory=Counter)  # sha256 of body -> answers
+    # wall-clock times (time.time(), epoch seconds) on the model routes, None until the first
+    first_request_at: float | None = None  # the first request's headers were read
+    last_request_at: float | None = None  # the last request's headers were read
+    last_response_at: float | None = None  # the last response was written (any status)
+    in_flight: int = 0  # requests being handled now
+    peak_in_flight: int = 0
+    rate_limited: int = 0  # 429s of the rate limit on the synchronous routes (not the faults)
+    batch_rate_limited: int = 0  # 429s of the rate limit on the batch routes
+    batch_items: int = 0  # items of ended batches that were answered or failed
+    batch_item_errors: int = 0  # of those, failed by the faults (item-level errors)
+    batch_item_bodies: Counter = field(default_factory=Counter)  # sha256 of item body -> tries
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """One thread per connection; a listen backlog that holds a burst of new connections (the
+    default of 5 resets some of 32 clients that connect at once)."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+
+class LoopbackServer:
+    """`with LoopbackServer(script, api_key="k") as server: ... server.url ...`"""
+
+    def __init__(
+        self,
+        script: Script,
+        *,
+        api_key: str,
+        latency_s: float = 0.0,
+        faults: Faults | None = None,
+        lifetime_s: float = 300.0,
+        record_dir: Path | None = None,
+        rate_limit: RateLimit | None = None,
+        batches: BatchPlan | Sequence[BatchPlan] | None = None,
+    ) -> None:
+        self.script = script
+        self.batch_store = BatchStore(
+            lambda protocol, model, body: answer(script, protocol, model, body),
+            self.batch_item_fails,
+            batches,
+        )
+        self.bucket = TokenBucket(rate_limit) if rate_limit is not None else None
+        self.api_key = api_key
+        self.latency_s = latency_s
+        self.faults = faults or Faults()
+        self.lifetime_s = lifetime_s
+        self.record_dir = Path(record_dir) if record_dir is not None else None
+        if self.record_dir is not None:
+            self.record_dir.mkdir(parents=True, exist_ok=True)
+        self.stats = ServerStats()
+        self.lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._timer: threading.Timer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> LoopbackServer:
+        handler = type("Handler", (_Handler,), {"owner": self})
+        self._httpd = _HTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self._timer = threading.Timer(self.lifetime_s, self.stop)  # stops by itself
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if self._timer is not None:
+            self._timer.cancel()
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def fault_for(self, digest: str) -> str | None:
+        """The fault this attempt of the body gets, if any (counts the attempt)."""
+        with self.lock:
+            self.stats.attempts += 1
+            self.stats.bodies[digest] += 1
+            attempt = self.stats.bodies[digest]
+        f = self.faults
+        rng = random.Random(f"{f.seed}:{digest}")
+        if rng.random() >= f.rate or attempt > f.attempts:
+            return None
+        kind = rng.choice(f.kinds)
+        with self.lock:
+            self.stats.faults[kind] += 1
+        return kind
+
+    def batch_item_fails(self, digest: str) -> bool:
+        """Whether this try of a batch item (by its body's digest) fails: the same seeded share
+        as `fault_for`, for the first `attempts` submissions of that body."""
+        with self.lock:
+            self.stats.batch_items += 1
+            self.stats.batch_item_bodies[digest] += 1
+            attempt = self.stats.batch_item_bodies[digest]
+        f = self.faults
+        failed = random.Random(f"{f.seed}:{digest}").random() < f.rate and attempt <= f.attempts
+        if failed:
+            with self.lock:
+                self.stats.batch_item_errors += 1
+        return failed
+
+    def record(self, digest: str, raw: bytes) -> None:
+        """Store a request body once as `record_dir/<digest>.json` (no-op without record_dir)."""
+        if self.record_dir is None:
+            return
+        path = self.record_dir / f"{digest}.json"
+        if path.exists():
+            return
+        tmp = path.with_name(f"{digest}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(raw)
+        tmp.replace(path)  # atomic: a reader never sees half a body
+
+    def stats_json(self) -> dict[str, Any]:
+        """The stats as plain JSON, plus this process's CPU seconds (user + system)."""
+        with self.lock:
+            st = self.stats
+            data = {
+                "attempts": st.attempts,
+                "answered": st.answered,
+                "faults": dict(st.faults),
+                "bodies": dict(st.bodies),
+                "answered_bodies": dict(st.answered_bodies),
+                "first_request_at": st.first_request_at,
+                "last_request_at": st.last_request_at,
+                "last_response_at": st.last_response_at,
+                "in_flight": st.in_flight,
+                "peak_in_flight": st.peak_in_flight,
+                "rate_limited": st.rate_limited,
+                "batch_rate_limited": st.batch_rate_limited,
+                "batch_items": st.batch_items,
+                "batch_item_errors": st.batch_item_errors,
+            }
+        times = os.times()  # the whole server process, all threads
+        data["cpu_s"] = times.user + times.system
+        return data
+
+
+def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
+    """One protocol's request body -> ScriptRequest."""
+    texts: list[str] = []
+    n_images = 0
+    prefill = None
+    system = None
+    if protocol == "openai":
+        for msg in body.get("messages", []):
+            content = msg.get("content")
+            if msg.get("role") == "system":
+                system = content if isinstance(content, str) else _joined(content)
+            elif msg.get("role") == "assistant":
+                prefill = content if isinstance(content, str) else _joined(content)
+            elif isinstance(content, str):
+                texts.append(content)
+            else:
+                for part in content or []:
+                    if part.get("type") == "text":
+                        texts.append(part["text"])
+                    elif part.get("type") == "image_url":
+                        n_images += 1
+        return ScriptRequest(
+            protocol, model, system, tuple(texts), n_images, prefill, int(body.get("n") or 1),
+            body.get("temperature"), body.get("max_completion_tokens") or body.get("max_tokens"),
+        )  # fmt: skip
+    if protocol == "anthropic":
+        system = body.get("system")
+        if isinstance(system, list):
+            system = _joined(system)
+        for msg in body.get("messages", []):
+            content = msg.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if msg.get("role") == "assistant":
+                prefill = _joined(blocks)
+                continue
+            for part in blocks or []:
+                if part.get("type") == "text":
+                    texts.append(part["text"])
+                elif part.get("type") == "image":
+                    n_images += 1
+        return ScriptRequest(
+            protocol, model, system, tuple(texts), n_images, prefill, 1,
+            body.get("temperature"), body.get("max_tokens"),
+        )  # fmt: skip
+    # gemini
+    cfg = body.get("generationConfig") or {}
+    sys_parts = (body.get("systemInstruction") or {}).get("parts") or []
+    system = "".join(p.get("text", "") for p in sys_parts) or None
+    for content in body.get("contents", []):
+        parts = content.get("parts") or []
+        if content.get("role") == "model":
+            prefill = "".join(p.get("text", "") for p in parts)
+            continue
+        for part in parts:
+            if "text" in part:
+                texts.append(part["text"])
+            elif "inlineData" in part or "inline_data" in part:
+                n_images += 1
+    return ScriptRequest(
+        protocol, model, system, tuple(texts), n_images, prefill,
+        int(cfg.get("candidateCount") or 1), cfg.get("temperature"), cfg.get("maxOutputTokens"),
+    )  # fmt: skip
+
+
+def answer(script: Script, protocol: str, model: str, body: dict[str, Any]) -> dict:
+    """The success body the script's answer to one request body gets (usage estimated: a token a
+    4 characters of text, 85 an image)."""
+    request = normalize(protocol, model, body)
+    answers = [script(request) for _ in range(request.n)]
+    prompt_tokens = sum(len(t) for t in request.texts) // 4 + 85 * request.n_images
+    completion_tokens = sum(len(a) // 4 + 1 for a in answers)
+    return render(protocol, model, answers, (prompt_tokens, completion_tokens))
+
+
+def _joined(blocks: Any) -> str:
+    return "".join(b.get("text", "") for b in blocks or [] if isinstance(b, dict))
+
+
+def render(protocol: str, model: str, answers: list[str], usage: tuple[int, int]) -> dict:
+    """The protocol's success body for `answers` (one per sample)."""
+    prompt_tokens, completion_tokens = usage
+    if protocol == "openai":
+        return {
+            "id": "chatcmpl-loopback",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": a},
+                    "finish_reason": "stop",
+                }
+                for i, a in enumerate(answers)
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    if protocol == "anthropic":
+        return {
+            "id": "msg_loopback",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": answers[0]}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+        }
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": a}]},
+                "finishReason": "STOP",
+                "index": i,
+            }
+            for i, a in enumerate(answers)
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": completion_tokens,
+            "totalTokenCount": prompt_tokens + completion_tokens,
+        },
+        "modelVersion": model,
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: LoopbackServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+    # headers and body go out in two writes: without TCP_NODELAY the body waits for the client's
+    # delayed ACK of the headers (~40 ms a response on Linux), whatever --latency says
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        if BatchStore.protocol_of(self.path.split("?", 1)[0]):
+            return self._batch("GET")
+        if self.path.split("?", 1)[0] != STATS_PATH:
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        self._json(200, self.owner.stats_json())
+
+    def do_POST(self) -> None:
+        if BatchStore.protocol_of(self.path.split("?", 1)[0]):
+            return self._batch("POST")
+        route = self._route()
+        if route is None:
+            return self._post(route)
+        owner = self.owner
+        now = time.time()
+        with owner.lock:
+            st = owner.stats
+            st.first_request_at = st.first_request_at or now
+            st.last_request_at = now
+            st.in_flight += 1
+            st.peak_in_flight = max(st.peak_in_flight, st.in_flight)
+        try:
+            self._post(route)
+        finally:
+            with owner.lock:
+                owner.stats.in_flight -= 1
+                owner.stats.last_response_at = time.time()
+
+    def _post(self, route: tuple[str, str] | None) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if route is None:
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        protocol, model = route
+        if not self._authorized(protocol):
+            return self._json(401, {"error": {"message": "invalid api key"}})
+        if self._over_rate(batch=False):  # answered at once, the body neither recorded nor counted
+            return
+        owner = self.owner
+        digest = hashlib.sha256(raw).hexdigest()
+        owner.record(digest, raw)
+        fault = owner.fault_for(digest)
+        if owner.latency_s:
+            time.sleep(owner.latency_s)
+        if fault == "drop":
+            self.close_connection = True  # no response at all: the client sees a disconnect
+            return
+        if fault == "429":
+            ms = int(owner.faults.retry_after_s * 1000)
+            headers = {"Retry-After": f"{owner.faults.retry_after_s:g}", "retry-after-ms": str(ms)}
+            return self._json(429, {"error": {"message": "rate limited (injected)"}}, headers)
+        if fault == "500":
+            return self._json(500, {"error": {"message": "server error (injected)"}})
+        if fault == "malformed":
+            return self._raw(200, b'{"choices": [{"message": ', "application/json")
+        if fault == "slow":
+            time.sleep(owner.faults.slow_s)
+        try:
+            body = answer(owner.script, protocol, model, json.loads(raw))
+        except Exception as exc:  # a bad request or a script bug: the client sees a 400
+            return self._json(400, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
+        # counted before the write, so a client that has the answer always sees it counted;
+        # taken back if the client has gone (a timed-out "slow" fault)
+        with owner.lock:
+            owner.stats.answered += 1
+            owner.stats.answered_bodies[digest] += 1
+        if not self._json(200, body):
+            with owner.lock:
+                owner.stats.answered -= 1
+                owner.stats.answered_bodies[digest] -= 1
+
+    def _batch(self, method: str) -> None:
+        """A batch route: create, poll, results, cancel, files
+        (support/testing/loopback_batches.py)."""
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path = self.path.split("?", 1)[0]
+        if not self._authorized(BatchStore.protocol_of(path) or ""):
+            return self._json(401, {"error": {"message": "invalid api key"}})
+        if self._over_rate(batch=True):
+            return
+        status, data, ctype = self.owner.batch_store.handle(
+            method, path, self.headers, raw, self.owner.url
+        )
+        self._raw(status, data, ctype)
+
+    def _over_rate(self, *, batch: bool) -> bool:
+        """Take a token of the rate limit; when there is none, answer 429 with `Retry-After`
+        (seconds) and `retry-after-ms` (when the next token comes), count it, and return True."""
+        owner = self.owner
+        wait = owner.bucket.take() if owner.bucket is not None else 0.0  # seconds
+        if wait <= 0.0:
+            return False
+        with owner.lock:
+            if batch:
+                owner.stats.batch_rate_limited += 1
+            else:
+                owner.stats.attempts += 1
+                owner.stats.rate_limited += 1
+        ms = max(1, round(wait * 1000))
+        headers = {"Retry-After": f"{ms / 1000:g}", "retry-after-ms": str(ms)}
+        self._json(429, {"error": {"message": "rate limited"}}, headers)
+        return True
+
+    def _route(self) -> tuple[str, str] | None:
+        path = self.path.split("?", 1)[0]
+        if path.endswith("/chat/completions"):
+            return "openai", ""
+        if path.endswith("/messages"):
+            return "anthropic", ""
+        if ":generateContent" in path and "/models/" in path:
+            return "gemini", path.rsplit("/models/", 1)[1].split(":", 1)[0]
+        return None
+
+    def _authorized(self, protocol: str) -> bool:
+        key = self.owner.api_key
+        if protocol == "openai":
+            return self.headers.get("Authorization") == f"Bearer {key}"
+        if protocol == "anthropic":  # x-api-key, or a bearer token as newer SDKs send
+            bearer = self.headers.get("Authorization") in (f"Bearer {key}", key)
+            return self.headers.get("x-api-key") == key or bearer
+        given = self.headers.get("x-goog-api-key") or self._query_key()
+        return given == key
+
+    def _query_key(self) -> str | None:
+        query = self.path.split("?", 1)[1] if "?" in self.path else ""
+        for pair in query.split("&"):
+            k, _, v = pair.partition("=")
+            if k == "key":
+                return v
+        return None
+
+    def _json(self, status: int, obj: dict, headers: dict[str, str] | None = None) -> bool:
+        return self._raw(status, json.dumps(obj).encode(), "application/json", headers)
+
+    def _raw(
+        self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+    ) -> bool:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command == "POST":  # before the write: a client holding it sees it counted
+                with self.owner.lock:
+                    self.owner.stats.last_response_at = time.time()
+            self.wfile.write(data)
+            return True
+        except OSError:  # the client gave up (timeout): nothing to answer
+            self.close_connection = True
+            return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m support.testing.loopback", description=__doc__)
+    ap.add_argument("--answer", required=True, help="the constant answer text")
+    ap.add_argument("--api-key", required=True)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds per response")
+    ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument(
+        "--rate-limit", type=float, default=None, metavar="PER_S",
+        help="answer 429 (with retry-after) past this many requests a second",
+    )  # fmt: skip
+    ap.add_argument("--burst", type=int, default=1, help="requests the rate limit lets at once")
+    ap.add_argument("--lifetime", type=float, default=600.0, help="seconds before it stops")
+    ap.add_argument(
+        "--record", type=Path, default=None, metavar="DIR",
+        help="store each distinct request body as DIR/<sha256>.json",
+    )  # fmt: skip
+    batch = ap.add_argument_group(
+        "batches",
+        "how the n-th batch created ends (comma lists or repeated options: the n-th value is "
+        "the n-th batch's, the last repeats)",
+    )
+    batch.add_argument(
+        "--batch-polls", type=_counts, action="append", default=[], metavar="N[,N...]",
+        help="status reads a batch stays in progress (default 1)",
+    )  # fmt: skip
+    batch.add_argument(
+        "--batch-ends", type=_endings, action="append", default=[], metavar="END[,END...]",
+        help=f"how a batch ends, one of {', '.join(ENDINGS)} (default completed)",
+    )  # fmt: skip
+    batch.add_argument(
+        "--batch-done-before-end", type=_counts, action="append", default=[], metavar="N[,N...]",
+        help="items an expired or cancelled batch answered first (default 0)",
+    )  # fmt: skip
+    args = ap.parse_args(argv)
+    polls, ends, done = (
+        [v for values in lists for v in values]
+        for lists in (args.batch_polls, args.batch_ends, args.batch_done_before_end)
+    )
+    plans = plans_of(polls, ends, done)
+    server = LoopbackServer(
+        lambda _r: args.answer,
+        api_key=args.api_key,
+        latency_s=args.latency,
+        faults=Faults(rate=args.fault_rate),
+        lifetime_s=args.lifetime,
+        record_dir=args.record,
+        rate_limit=RateLimit(args.rate_limit, args.burst) if args.rate_limit else None,
+        batches=plans,
+    ).start()
+    print(server.url, flush=True)
+    try:
+        while server._httpd is not None:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+def _counts(text: str) -> list[int]:
+    """A comma list of whole numbers >= 0 (an argparse type: bad input is a usage error)."""
+    values = [v.strip() for v in text.split(",")]
+    if not all(v.isdigit() for v in values):
+        raise argparse.ArgumentTypeError(f"expected whole numbers >= 0, comma separated: {text!r}")
+    return [int(v) for v in values]
+
+
+def _endings(text: str) -> list[str]:
+    """A comma list of batch endings (an argparse type: bad input is a usage error)."""
+    values = [v.strip() for v in text.split(",")]
+    if bad := [v for v in values if v not in ENDINGS]:
+        raise argparse.ArgumentTypeError(f"{bad[0]!r} is not one of {', '.join(ENDINGS)}")
+    return values
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
