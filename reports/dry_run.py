@@ -9,7 +9,7 @@ import pytest
 from reports import terminal
 from reports.plugin import OUTCOMES_ATTR
 from support.dry_run import estimate_table
-from support.outputs import write_csv
+from support.files import write_csv
 from support.settings import RunSettings
 from support.types import Outcome
 

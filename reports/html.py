@@ -238,8 +238,10 @@ def status_filter(found: Iterable[Counter[str]]) -> str:
 
 def evaluation_section(plugin: ReportPlugin, name: str) -> list[str]:
     """An evaluation's headline, comparisons and plots."""
-    from support.contrasts import shown_comparisons  # pandas: imported at report time only
-    from support.outputs import with_intervals
+    from support.comparisons.pairing import (
+        shown_comparisons,  # pandas: imported at report time only
+    )
+    from support.tables import with_intervals
 
     headline = plugin.headlines.get(name)
     if headline is None:

@@ -23,7 +23,7 @@ The controller's reporter (reports.plugin) writes one per evaluation at session 
               cases that finished of those selected: an interrupted run's files are partial
 
 No field can hold a key: every string goes through `redact_text` (URL credentials and sensitive
-query values, then support.backends.api_keys.redact: every key in the environment or given to a
+query values, then support.backends.keys.redact: every key in the environment or given to a
 backend). Nothing here raises on a missing git, GPU or data file: the value is null or says why.
 """
 
@@ -49,11 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from support import evaluations
-from support.backends.api_keys import redact
+from support.backends.keys import redact
 from support.backends.registry import model_spec
 from support.cache import SCHEMA_VERSION
 from support.file_hashes import HASH_MEMO, FileHashes
-from support.outputs import atomic_write_text
+from support.files import atomic_write_text
 from support.settings import RunSettings
 from support.types import Outcome, sha256_hex
 
@@ -104,7 +104,7 @@ _SECRET_QUERY = re.compile(
 
 def redact_text(text: str) -> str:
     """`text` without credentials: `https://user:pass@host` -> `https://***@host`, the values of
-    key/token/secret/password query parameters, and every key value api_keys knows."""
+    key/token/secret/password query parameters, and every key value support.backends.keys knows."""
     text = _USERINFO.sub(rf"\g<scheme>{CREDENTIALS}@", text)
     text = _SECRET_QUERY.sub(rf"\g<name>{CREDENTIALS}", text)
     return redact(text)

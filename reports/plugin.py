@@ -24,7 +24,7 @@ import pytest
 from reports import terminal
 from reports.gates import Gate, failed_gates
 from support import evaluations
-from support.backends.api_keys import redact
+from support.backends.keys import redact
 from support.settings import RunSettings
 from support.types import Case, Outcome
 
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 # it only waits), so the files do not wait for them either.
 REPORT_MODULES = (
     "reports.manifest",
-    "support.outputs",
-    "support.contrasts",
+    "support.tables",
+    "support.comparisons.pairing",
     "statsmodels.stats.contingency_tables",
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
@@ -153,7 +153,7 @@ class ReportPlugin:
         own: one that cannot be (a full disk) is listed in `unwritten` with the reason, naming
         the file, and the others are still written; the manifest is attempted regardless."""
         from reports.manifest import write_manifest
-        from support.outputs import write_jsonl
+        from support.files import write_jsonl
 
         out_dir = self.run.results_dir / name / self.run.run_id
         self.files[name] = []
@@ -184,8 +184,9 @@ class ReportPlugin:
 
     def _write_summary_files(self, name: str, outs: list[Outcome], out_dir: Path) -> None:
         """summary.csv, usage.csv, calls.csv, the evaluation's own files, comparisons.csv."""
-        from support.contrasts import evaluation_comparisons, report_section
-        from support.outputs import atomic_write_text, calls_table, usage_table, write_csv
+        from support.comparisons.pairing import evaluation_comparisons, report_section
+        from support.files import atomic_write_text, write_csv
+        from support.tables import calls_table, usage_table
 
         run = self.run
         module = evaluations.spec(name).summary_module()
@@ -271,7 +272,7 @@ class ReportPlugin:
 
     def _usage_table(self, tr, name: str) -> None:
         """Tokens and cost per model, when the models report tokens (API models do)."""
-        from support.outputs import markdown_table
+        from support.tables import markdown_table
 
         usage = self.usage.get(name)
         if usage is not None and (usage["input_tokens"] > 0).any():
@@ -281,7 +282,7 @@ class ReportPlugin:
     def _terminal_brief(self, tr) -> None:
         """Per evaluation: a heading, the brief table, one line of counts (see reports.terminal);
         then one line naming the result folders."""
-        from support.outputs import markdown_table
+        from support.tables import markdown_table
 
         for name in [n for n in self.order if n in self.headlines]:
             headline = self.headlines[name]
@@ -310,8 +311,8 @@ class ReportPlugin:
     def _terminal_tables(self, tr) -> None:
         import pandas as pd
 
-        from support.contrasts import power_table
-        from support.outputs import markdown_table, with_intervals
+        from support.comparisons.pairing import power_table
+        from support.tables import markdown_table, with_intervals
 
         for name in [n for n in self.order if n in self.headlines]:
             headline = self.headlines[name]

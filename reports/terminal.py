@@ -68,7 +68,7 @@ def brief_table(
     when the intervals would not fit `max_width` columns)."""
     import pandas as pd
 
-    from support.outputs import fmt
+    from support.tables import fmt
 
     labels = label_columns(headline)
     models = list(dict.fromkeys(headline["model"])) if "model" in headline else [""]
@@ -107,7 +107,7 @@ def brief_table(
 
 
 def _width(df: pd.DataFrame) -> int:
-    from support.outputs import markdown_table
+    from support.tables import markdown_table
 
     return max((len(line) for line in markdown_table(df).splitlines()), default=0)
 
@@ -182,7 +182,7 @@ def dry_run_lines(name: str, table: pd.DataFrame, path: str | None) -> list[str]
     """The `--dry-run` estimate of one evaluation: a heading, the note on what is counted, the
     table (one row a model; USD empty for a model without a price) and where it was written."""
     from support.dry_run import NOTE
-    from support.outputs import markdown_table
+    from support.tables import markdown_table
 
     lines = [f"vlmbench: {name} dry run: requests to send, tokens and cost (USD)", NOTE]
     lines += markdown_table(table.fillna("")).splitlines()

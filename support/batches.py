@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from support.backends.api_keys import redact
 from support.backends.base import BackendError
+from support.backends.keys import redact
 from support.types import Request, Response, canonical_json, sha256_hex
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ class BatchRecords:
         return self.directory / identity_digest(record.identity) / f"{safe}.json"
 
     def save(self, record: BatchRecord) -> None:
-        from support.outputs import atomic_write_text
+        from support.files import atomic_write_text
 
         atomic_write_text(self._path(record), json.dumps(record.to_json(), indent=1) + "\n")
 

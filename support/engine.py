@@ -35,8 +35,8 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from support.backends.api_keys import redact
 from support.backends.base import Backend, BackendError
+from support.backends.keys import redact
 from support.batches import BatchPending, BatchQueue
 from support.cache import ResponseCache, cache_key
 from support.concurrency import AUTO, AdaptiveSemaphore, Aimd, AimdSettings

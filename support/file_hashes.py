@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from support.outputs import atomic_write_text
+from support.files import atomic_write_text
 
 HASH_MEMO = "file-hashes.json"  # in the run's cache folder
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from support.outputs import atomic_write
+from support.files import atomic_write
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from support.backends.api_keys import redact
 from support.backends.base import BackendError
+from support.backends.keys import redact
 from support.engine import ModelClient
 from support.types import Case, Outcome, Request, Response, Usage, Verdict
 

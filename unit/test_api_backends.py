@@ -19,19 +19,13 @@ anthropic = pytest.importorskip("anthropic")
 genai_types = pytest.importorskip("google.genai.types")
 httpx2 = pytest.importorskip("httpx2")
 
-from support.backends import api_keys  # noqa: E402
+from support.backends import keys as api_keys  # noqa: E402
+from support.backends import retry  # noqa: E402
 from support.backends.anthropic_messages import (  # noqa: E402
     AnthropicBackend,
     anthropic_params,
     anthropic_result,
     anthropic_retryable,
-)
-from support.backends.api_keys import (  # noqa: E402
-    MalformedResponse,
-    call_with_retry,
-    redact,
-    register_secret,
-    require_key,
 )
 from support.backends.base import BackendError, BackendUnavailable  # noqa: E402
 from support.backends.gemini import (  # noqa: E402
@@ -40,6 +34,7 @@ from support.backends.gemini import (  # noqa: E402
     gemini_result,
     gemini_retryable,
 )
+from support.backends.keys import redact, register_secret, require_key  # noqa: E402
 from support.backends.openai_chat import (  # noqa: E402
     IMAGE_SLOT,
     OpenAIChatBackend,
@@ -50,6 +45,7 @@ from support.backends.openai_chat import (  # noqa: E402
 )
 from support.backends.prices import PRICES, cost_usd  # noqa: E402
 from support.backends.registry import BackendOptions, create_backend, model_spec  # noqa: E402
+from support.backends.retry import MalformedResponse, call_with_retry  # noqa: E402
 from support.types import Part, Request, Usage  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -287,7 +283,7 @@ def test_call_with_retry_retries_only_what_it_is_told():
             raise MalformedResponse("truncated")
         return "ok"
 
-    assert asyncio.run(call_with_retry(flaky, api_keys.is_malformed)) == "ok"
+    assert asyncio.run(call_with_retry(flaky, retry.is_malformed)) == "ok"
     assert len(calls) == 3
     calls.clear()
 
@@ -296,7 +292,7 @@ def test_call_with_retry_retries_only_what_it_is_told():
         raise RuntimeError("not retried")
 
     with pytest.raises(RuntimeError):
-        asyncio.run(call_with_retry(broken, api_keys.is_malformed))
+        asyncio.run(call_with_retry(broken, retry.is_malformed))
     assert len(calls) == 1
 
     async def always_malformed() -> str:
@@ -305,8 +301,8 @@ def test_call_with_retry_retries_only_what_it_is_told():
 
     calls.clear()
     with pytest.raises(MalformedResponse):
-        asyncio.run(call_with_retry(always_malformed, api_keys.is_malformed))
-    assert len(calls) == api_keys.OUTER_ATTEMPTS
+        asyncio.run(call_with_retry(always_malformed, retry.is_malformed))
+    assert len(calls) == retry.OUTER_ATTEMPTS
 
 
 # -- keys -----------------------------------------------------------------------------------------

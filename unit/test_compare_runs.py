@@ -1,4 +1,4 @@
-"""`python -m support.compare RUN_A RUN_B`: two runs' raw rows paired by case id."""
+"""`python -m support.comparisons RUN_A RUN_B`: two runs' raw rows paired by case id."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.compare import compare_runs, main
-from support.outputs import write_jsonl
+from support.comparisons.cli import compare_runs, main
+from support.files import write_jsonl
 from support.types import Outcome
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from support.comparisons import (
+from support.comparisons.stats import (
     COLUMNS,
     Pair,
     bootstrap_p_value,

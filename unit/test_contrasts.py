@@ -1,4 +1,5 @@
-"""Which cases pair in a comparison (support/contrasts.py), and comparisons.csv end to end."""
+"""Which cases pair in a comparison (support/comparisons/pairing.py), and comparisons.csv end to
+end."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pandas as pd
 import pytest
 
 from fixtures.options import parse_compare
-from support.contrasts import (
+from support.comparisons.pairing import (
     TABLE_COLUMNS,
     Comparisons,
     comparison_table,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support.outputs import usage_table
+from support.tables import usage_table
 from support.types import Outcome, Usage
 
 openai = pytest.importorskip("openai")

@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 from reports.html import html_table
-from support.contrasts import p_text
+from support.comparisons.pairing import p_text
 
 REPO = Path(__file__).resolve().parents[1]
 

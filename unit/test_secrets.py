@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from api_runs import api_env, run_evaluation
 
-from support.backends import api_keys
-from support.backends.api_keys import redact, register_url
+from support.backends import keys as api_keys
+from support.backends.keys import redact, register_url
 from support.backends.redacted_logs import install_log_redaction
 from support.testing.loopback import LoopbackServer
 

@@ -193,16 +193,9 @@ def test_mixes_hold_what_they_say(outcomes) -> None:
 @pytest.mark.parametrize("mix", MIXES)
 @pytest.mark.parametrize("name", EVALUATIONS)
 def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str) -> None:
-    from support.contrasts import evaluation_comparisons, report_section
-    from support.outputs import (
-        atomic_write_text,
-        calls_table,
-        markdown_table,
-        usage_table,
-        with_intervals,
-        write_csv,
-        write_jsonl,
-    )
+    from support.comparisons.pairing import evaluation_comparisons, report_section
+    from support.files import atomic_write_text, write_csv, write_jsonl
+    from support.tables import calls_table, markdown_table, usage_table, with_intervals
 
     run, outs = outcomes[(name, mix)]
     run = replace(run, results_dir=tmp_path / "results")

@@ -27,12 +27,7 @@ from typing import Any
 import anthropic
 
 from support.backends.api_backend import ApiBackend
-from support.backends.api_keys import (
-    MalformedResponse,
-    backend_error,
-    call_with_retry,
-    is_malformed,
-)
+from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
 from support.batches import BatchLimits, BatchState
 from support.types import Request, Response, Usage
 

@@ -22,16 +22,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from support.backends.api_keys import (
-    PLACEHOLDER_KEY,
-    backend_error,
-    call_with_retry,
-    register_secret,
-    register_url,
-    url_credentials,
-)
 from support.backends.base import Backend, BackendError
+from support.backends.keys import PLACEHOLDER_KEY, register_secret, register_url, url_credentials
 from support.backends.redacted_logs import install_log_redaction
+from support.backends.retry import backend_error, call_with_retry
 from support.concurrency import retry_after_s
 from support.types import Request, Response, Usage
 

@@ -26,11 +26,8 @@ from google import genai
 from google.genai import types
 
 from support.backends.api_backend import ApiBackend
-from support.backends.api_keys import (
-    MalformedResponse,
-    is_malformed,
-)
 from support.backends.base import BackendError
+from support.backends.retry import MalformedResponse, is_malformed
 from support.batches import BatchLimits, BatchState
 from support.types import Request, Response, Usage
 

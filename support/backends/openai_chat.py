@@ -34,10 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend, public_url
-from support.backends.api_keys import (
-    MalformedResponse,
-    is_malformed,
-)
+from support.backends.retry import MalformedResponse, is_malformed
 from support.batches import BatchLimits, BatchState
 from support.types import Part, Request, Response, Usage
 

@@ -5,7 +5,7 @@ at DEBUG; pytest's log capture, `--log-file`, live logs and the HTML report all 
 through handlers. A filter on a logger sees only records made by that very logger (not its
 children's), and handlers come and go with pytest's phases, so the redaction sits in the process's
 LogRecord factory instead: it reaches every record of every logger, whatever handler emits it.
-The message is formatted once (`getMessage`) and redacted with `api_keys.redact`; so are the text of
+The message is formatted once (`getMessage`) and redacted with `keys.redact`; so are the text of
 an attached exception and the stack.
 """
 
@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from support.backends.api_keys import redact
+from support.backends.keys import redact
 
 _installed = False
 

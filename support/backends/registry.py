@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from support.backends.api_keys import KEY_ENV, env_key
 from support.backends.base import Backend, BackendUnavailable
+from support.backends.keys import KEY_ENV, env_key
 
 KINDS = ("reference", "api", "local-gpu", "local-cpu")
 ENTRY_POINT_GROUP = "vlmbench.models"
@@ -146,7 +146,7 @@ def _api_kwargs(opts: BackendOptions) -> dict[str, Any]:
 
 def _key(provider: str, name: str, opts: BackendOptions) -> str:
     """The provider's key from its variables; a placeholder in a dry run without one."""
-    from support.backends.api_keys import PLACEHOLDER_KEY, env_key, require_key
+    from support.backends.keys import PLACEHOLDER_KEY, env_key, require_key
 
     if opts.keyless and env_key(provider) is None:
         return PLACEHOLDER_KEY
@@ -165,7 +165,7 @@ def _openai_compatible(name: str, model_id: str, opts: BackendOptions) -> Backen
     if not opts.api_base:
         raise BackendUnavailable(f"openai-compatible:{model_id} needs --api-base URL")
     _require_sdk(name, "openai", "tenacity")
-    from support.backends.api_keys import PLACEHOLDER_KEY
+    from support.backends.keys import PLACEHOLDER_KEY
     from support.backends.openai_chat import OpenAIChatBackend
 
     # servers started without --api-key accept any key; OPENAI_API_KEY is used when set

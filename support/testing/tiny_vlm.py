@@ -27,7 +27,7 @@ from pathlib import Path
 from support.evaluations.pointing.classes import CLASS_NAMES
 from support.evaluations.pointing.parser import format_pointing
 from support.evaluations.pointing.prompts import SYSTEM_PROMPT, user_prompt
-from support.outputs import build_once
+from support.files import build_once
 
 VERSION = "v2"  # bump when the architecture, tokenizer or template changes: it names the folder
 IMAGE_SIZE = 64  # px, the vision tower's square input

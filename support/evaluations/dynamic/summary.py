@@ -49,14 +49,9 @@ from support.evaluations.dynamic.assets import Asset, read_assets
 from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category
 from support.evaluations.dynamic.spec import DynamicSettings, asset_folder
 from support.evaluations.dynamic.task import build_scene
-from support.outputs import (
-    atomic_write,
-    atomic_write_text,
-    file_name,
-    markdown_table,
-    report_head,
-)
+from support.files import atomic_write, atomic_write_text, file_name
 from support.settings import RunSettings
+from support.tables import markdown_table, report_head
 from support.types import Outcome
 
 KEYS = ("model", "search", "strategy", "lambda", "subset")
@@ -132,8 +127,8 @@ def comparisons(
     only the cold start; Fisher's exact test on (errors, correct) of the two, no interval."""
     from scipy.stats import fisher_exact
 
-    from support.comparisons import holm_by_family
-    from support.contrasts import TABLE_COLUMNS, model_pairs, resolve
+    from support.comparisons.pairing import TABLE_COLUMNS, model_pairs, resolve
+    from support.comparisons.stats import holm_by_family
 
     tasks = {key: scored(outs) for key, outs in _searches(outcomes).items()}
     models = sorted({m for m, _ in tasks})

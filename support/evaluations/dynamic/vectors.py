@@ -21,7 +21,7 @@ from filelock import FileLock
 
 from support.cache import WalDatabase
 from support.evaluations.dynamic.embedder import Embedder
-from support.outputs import file_name
+from support.files import file_name
 from support.types import sha256_hex
 
 _CHUNK = 500  # keys per SELECT (sqlite's variable limit is 999 on old builds)

@@ -29,10 +29,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from support.contrasts import Comparisons
+from support.comparisons.pairing import Comparisons
+from support.files import atomic_write
 from support.metrics import cluster_resample, safe_ratio, summarize_groups
-from support.outputs import atomic_write, fmt
 from support.settings import RunSettings
+from support.tables import fmt
 from support.types import Outcome
 
 METRICS = (
@@ -85,7 +86,7 @@ def abs_error(o: Outcome) -> float:
     return float("nan") if pred is None else abs(float(pred) - float(o.scores["gt"]))
 
 
-# paired comparisons (support/contrasts.py): model vs model on the same point pairs
+# paired comparisons (support/comparisons/pairing.py): model vs model on the same point pairs
 COMPARISONS = Comparisons(
     counts=pair_counts,
     reduce=reduce_counts,
@@ -178,7 +179,7 @@ def result_rows(outcomes: list[Outcome], compat: str = "writeup") -> dict[str, l
 
 def write_results_json(outcomes: list[Outcome], path: Path, compat: str = "writeup") -> Path:
     """nyu_distance_results.json keyed by model, as the source writes it."""
-    from support.outputs import atomic_write_text
+    from support.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(result_rows(outcomes, compat), indent=2) + "\n")
     return path
@@ -231,7 +232,8 @@ def write_report(
 ) -> Path:
     """report.md: what the data is, what is measured, the overall table with intervals, MAE by
     true distance."""
-    from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
+    from support.files import atomic_write_text
+    from support.tables import markdown_table, report_head, with_intervals
 
     lines = [
         *report_head("NYU Depth V2 3D distance evaluation", data),
@@ -311,7 +313,7 @@ def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path)
     the controller from the outcomes' pairs (workers write no files)."""
     from support.evaluations.nyu_distance.spec import NyuSettings
     from support.evaluations.nyu_distance.task import marked_jpeg, marked_name, open_data, pair_of
-    from support.outputs import atomic_write
+    from support.files import atomic_write
 
     if not outcomes:  # nothing to draw: the data is not opened
         return []

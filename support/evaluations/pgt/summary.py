@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.contrasts import Comparisons, strip_model
+from support.comparisons.pairing import Comparisons, strip_model
 from support.evaluations.pgt import source_metrics as sm
 from support.evaluations.pgt.answers import AI, REAL
 from support.evaluations.pgt.layout import log_dir, performance_name, result_dir
 from support.evaluations.pgt.phrases import MODES
+from support.files import atomic_write_text, write_csv
 from support.metrics import (
     binary_metrics,
     cluster_bootstrap,
@@ -36,14 +37,8 @@ from support.metrics import (
     safe_ratio,
     summarize_groups,
 )
-from support.outputs import (
-    atomic_write_text,
-    markdown_table,
-    report_head,
-    with_intervals,
-    write_csv,
-)
 from support.settings import RunSettings
+from support.tables import markdown_table, report_head, with_intervals
 from support.types import Outcome
 
 COMBINATION = ["model", "dataset", "phrase", "mode", "n_responses"]
@@ -138,8 +133,8 @@ def pair_key(o: Outcome, field: str) -> str:
     return (case + "-").replace(f"-{part}-", "-", 1) if part else case
 
 
-# paired comparisons (support/contrasts.py): each phrase x mode vs baseline and each n vs n=1,
-# per model, on the same images; and models
+# paired comparisons (support/comparisons/pairing.py): each phrase x mode vs baseline and each n vs
+# n=1, per model, on the same images; and models
 COMPARISONS = Comparisons(
     counts=case_counts,
     reduce=reduce_counts,

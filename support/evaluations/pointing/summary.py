@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.contrasts import Comparisons, strip_model
+from support.comparisons.pairing import Comparisons, strip_model
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
+from support.files import atomic_write, atomic_write_text
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
-from support.outputs import atomic_write, atomic_write_text
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -91,7 +91,8 @@ def pair_key(o: Outcome, field: str) -> str:
     return (case + "-").replace(f"-{o.group['condition']}-", "-", 1)
 
 
-# paired comparisons (support/contrasts.py): few-shot conditions vs zero-shot per model, models
+# paired comparisons (support/comparisons/pairing.py): few-shot conditions vs zero-shot per model,
+# models
 COMPARISONS = Comparisons(
     counts=case_counts,
     reduce=reduce_counts,
@@ -264,7 +265,8 @@ def ranked_organs(f1: dict[str, float], k: int = 3, best: bool = True) -> str:
 def write_report(summary: pd.DataFrame, path: Path, data: str | None = None) -> Path:
     """report.md: what the data is, overall, per organ, best and worst organs, conditions
     compared."""
-    from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
+    from support.files import atomic_write_text
+    from support.tables import markdown_table, report_head, with_intervals
 
     title = "Pointing evaluation" if data else "Pointing evaluation (CholecSeg8k)"
     lines = report_head(title, data)

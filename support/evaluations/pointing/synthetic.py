@@ -41,7 +41,7 @@ from support.evaluations.pointing.classes import (
     WATERSHED_BOUNDARY,
 )
 from support.evaluations.pointing.dataset import COLUMNS, SUFFIX, raw_to_dataset
-from support.outputs import build_once
+from support.files import build_once
 from support.types import encode_image
 
 WIDTH, HEIGHT = 854, 480  # pixels, as the real frames

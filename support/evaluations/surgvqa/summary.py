@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.contrasts import Comparisons
+from support.comparisons.pairing import Comparisons
 from support.evaluations.surgvqa.bleu import metrics_json
 from support.evaluations.surgvqa.coco import (
     detections,
@@ -48,9 +48,10 @@ from support.evaluations.surgvqa.coco import (
 )
 from support.evaluations.surgvqa.task import frame_truth, xywh_boxes
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
+from support.files import atomic_write_text
 from support.metrics import safe_ratio, summarize_groups
-from support.outputs import atomic_write_text, markdown_table, report_head, with_intervals
 from support.settings import RunSettings
+from support.tables import markdown_table, report_head, with_intervals
 from support.types import Outcome
 
 VQA_METRICS = ("bleu", "yes_no_accuracy")
@@ -113,8 +114,8 @@ def yes_no_correct(o: Outcome) -> float:
     return float("nan") if is_tools(o) or yn is None else float(yn)
 
 
-# paired comparisons (support/contrasts.py): model vs model on the same questions and frames
-# (the COCO APs are not additive counts: they are compared through f1_50, which is)
+# paired comparisons (support/comparisons/pairing.py): model vs model on the same questions and
+# frames (the COCO APs are not additive counts: they are compared through f1_50, which is)
 COMPARISONS = Comparisons(
     counts=paired_counts,
     reduce=paired_reduce,

@@ -1,11 +1,11 @@
-"""Paired comparison of two runs: `python -m support.compare RUN_A RUN_B` (`vlmbench-compare`).
+"""Paired comparison of two runs: `python -m support.comparisons RUN_A RUN_B` (`vlmbench-compare`).
 
 Each folder is one evaluation's run (`results/<evaluation>/<run-id>/`, holding raw_results.jsonl).
-Cases pair by case id without the model (the same data; a different model or other settings),
-model by model when both runs have the same models, else the one model of A against the one of B.
-The table is the evaluation's own comparison (support/contrasts.py: paired cluster-bootstrap
-intervals, the evaluation's tests, Holm over the table); cases found in one run only are counted
-and printed, never dropped silently.
+Cases pair by case id without the model (the same data; a different model or other settings), model
+by model when both runs have the same models, else the one model of A against the one of B. The
+table is the evaluation's own comparison (support/comparisons/pairing.py: paired cluster-bootstrap
+intervals, the evaluation's tests, Holm over the table); cases found in one run only are counted and
+printed, never dropped silently.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from support import evaluations
-from support.contrasts import evaluation_comparisons, report_section, strip_model
+from support.comparisons.pairing import evaluation_comparisons, report_section, strip_model
 from support.types import Outcome
 
 

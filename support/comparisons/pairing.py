@@ -10,7 +10,7 @@ A contrast is (field, a, b): "b vs a". For `model` the pairs are the same cases 
 for any other field they are the same cases of one model under the two labels, one table row
 group per model. Outcomes with a backend error pair with nothing; cases found on one side only are
 counted (`unmatched_a`, `unmatched_b`), never silently dropped. The statistics are
-support.comparisons'; Holm's adjustment runs over the whole table of an evaluation (`p_holm`).
+support.comparisons.stats'; Holm's adjustment runs over the whole table of an evaluation (`p_holm`).
 
 `--compare A,B` (RunSettings.compare) replaces the evaluation's default contrasts: A and B are two
 models of the run, or two labels of one of the evaluation's fields.
@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from support.comparisons import COLUMNS, Pair, Reduce, TestName, compare, holm_by_family
+from support.comparisons.stats import COLUMNS, Pair, Reduce, TestName, compare, holm_by_family
 from support.types import Outcome
 
 MODEL = "model"
-LABELS = ("evaluation", "field", "model")  # columns before support.comparisons.COLUMNS
+LABELS = ("evaluation", "field", "model")  # columns before support.comparisons.stats.COLUMNS
 TABLE_COLUMNS = (*LABELS, *COLUMNS, "unmatched_a", "unmatched_b", "p_holm")
 
 
@@ -184,7 +184,7 @@ def p_text(p: float) -> str:
 def shown_comparisons(table: pd.DataFrame) -> pd.DataFrame:
     """comparisons.csv as people read it (report.md, the HTML summary): values and the difference
     with their intervals, p-values as `p_text`."""
-    from support.outputs import with_intervals
+    from support.tables import with_intervals
 
     columns = ["field", "model", "a", "b", "metric", "n_pairs", "a_value", "b_value"]
     shown = with_intervals(
@@ -201,7 +201,7 @@ def shown_comparisons(table: pd.DataFrame) -> pd.DataFrame:
 
 def report_section(table: pd.DataFrame, notes: Sequence[str]) -> str:
     """The markdown section of report.md: one line per comparison and metric."""
-    from support.outputs import markdown_table
+    from support.tables import markdown_table
 
     lines = [
         "\n## Paired comparisons (b vs a)\n",
@@ -220,8 +220,8 @@ def power_table(table: pd.DataFrame, delta: float, target: float) -> pd.DataFram
     """`--power`: per comparison row, the half-width of its difference's interval now, the
     clusters (and, at the run's cases per cluster, the cases) needed to detect a difference of
     `delta` at 80% power (two-sided alpha 0.05), and those needed for a half-width of `target`;
-    normal approximation from the paired bootstrap's standard error (support.comparisons)."""
-    from support.comparisons import clusters_for_half_width, clusters_needed, half_width
+    normal approximation from the paired bootstrap's standard error (support.comparisons.stats)."""
+    from support.comparisons.stats import clusters_for_half_width, clusters_needed, half_width
 
     rows = []
     for _, r in table.iterrows():

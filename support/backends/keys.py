@@ -1,29 +1,19 @@
-"""API keys from the environment, their redaction, and the error conventions of the API backends.
+"""API keys from the environment, and the redaction of every secret of the run.
 
 Keys come from the variables the vendors' SDKs read (`KEY_ENV`); a missing key makes the factory
 raise `BackendUnavailable`, whose message names the variable and never a value. `redact` removes
 every secret of the run (keys from the environment or registered, of any length, URL credentials,
 and their base64 and Basic-auth forms) from text before it reaches an error, a log or a report.
-
-Errors: the SDKs retry 429s, 5xx, timeouts and connection failures themselves. What they do not
-retry (a 200 with an unparseable or incomplete body, or a connection dropped on their last attempt)
-gets a small outer retry here (`call_with_retry`); everything that still escapes becomes a
-`BackendError` whose text is redacted (`backend_error`).
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
-from support.backends.base import BackendError, BackendUnavailable
-
-T = TypeVar("T")
+from support.backends.base import BackendUnavailable
 
 # provider -> environment variables holding its key, in order of preference
 KEY_ENV: dict[str, tuple[str, ...]] = {
@@ -42,10 +32,6 @@ _TOKEN_CHAR = "A-Za-z0-9"
 # so a password holding a raw "@" goes too)
 URL_CREDENTIALS = "***"
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
-
-OUTER_ATTEMPTS = 3
-OUTER_WAIT_MIN_S = 0.05
-OUTER_WAIT_MAX_S = 1.0
 
 _secrets: set[str] = set()
 _compiled: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
@@ -142,48 +128,3 @@ def redact(text: str) -> str:
                 values |= secret_forms(value)
     pattern = _pattern(frozenset(values))
     return text if pattern is None else pattern.sub(REDACTED, text)
-
-
-class MalformedResponse(Exception):
-    """A 200 response whose body lacks what the backend needs (retried by `call_with_retry`)."""
-
-
-def is_malformed(exc: BaseException) -> bool:
-    """Decode and validation errors of a response body: the SDKs do not retry these."""
-    if isinstance(exc, MalformedResponse | json.JSONDecodeError | UnicodeDecodeError):
-        return True
-    try:
-        import pydantic
-    except ImportError:  # pragma: no cover - every SDK depends on pydantic
-        return False
-    return isinstance(exc, pydantic.ValidationError)
-
-
-def backend_error(model: str, exc: BaseException) -> BackendError:
-    """The BackendError an escaped SDK exception becomes: type and message, keys redacted."""
-    message = str(exc) or repr(exc)
-    return BackendError(redact(f"{model}: {type(exc).__name__}: {message}"))
-
-
-async def call_with_retry(
-    call: Callable[[], Awaitable[T]], retryable: Callable[[BaseException], bool]
-) -> T:
-    """Await `call()` up to 3 times while it raises what `retryable` accepts.
-
-    Waits 0.05 s, 0.1 s, ... (at most 1 s) between attempts; the last error is re-raised as is.
-    """
-    import tenacity
-
-    retrying = tenacity.AsyncRetrying(
-        stop=tenacity.stop_after_attempt(OUTER_ATTEMPTS),
-        wait=tenacity.wait_exponential(
-            multiplier=OUTER_WAIT_MIN_S, min=OUTER_WAIT_MIN_S, max=OUTER_WAIT_MAX_S
-        ),
-        retry=tenacity.retry_if_exception(retryable),
-        reraise=True,
-    )
-
-    async def attempt() -> T:  # a coroutine function: tenacity awaits only those
-        return await call()
-
-    return await retrying(attempt)
