@@ -17,17 +17,17 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from support.evaluations.pgt import plot_style as ps
-from support.evaluations.pgt.plot_data import (
+from support.evaluations.pgt.plots import macro_f1_figure, main, make_all, plot_macro_f1_bars
+from support.evaluations.pgt.plots import style as ps
+from support.evaluations.pgt.plots.data import (
     ResultsFormatError,
     load_performance,
     method_key,
     method_labels,
     write_confidence,
 )
-from support.evaluations.pgt.plot_radar import chosen_rows, plot_recall_radar, recall_radar_figure
-from support.evaluations.pgt.plot_vocab import plot_vocab_lr, reasoning_documents, vocab_weights
-from support.evaluations.pgt.plots import macro_f1_figure, main, make_all, plot_macro_f1_bars
+from support.evaluations.pgt.plots.radar import chosen_rows, plot_recall_radar, recall_radar_figure
+from support.evaluations.pgt.plots.vocab import plot_vocab_lr, reasoning_documents, vocab_weights
 
 DATASETS = ("d3", "df40")
 MODELS = ("qwen25-vl-7b", "llava-onevision-7b")

@@ -451,7 +451,7 @@ def test_source_files(run_suite, sample, tmp_path):
     # baseline records the default mode, as the source's --mode
     assert read(base / "oracle/baseline/performance_fixed_r1.json")["mode"] == "prefill"
     # the bar chart reads the source's files (error bars from confidence.json)
-    from support.evaluations.pgt.plot_data import load_performance
+    from support.evaluations.pgt.plots.data import load_performance
 
     df = load_performance(root / "pgt", run="fixed_r1")
     assert len(df) == 2 * 2 * 2 and df["macro_f1_lo"].notna().all()

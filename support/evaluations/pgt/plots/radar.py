@@ -19,8 +19,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from support.evaluations.pgt import plot_style as ps
-from support.evaluations.pgt.plot_data import latest_runs, method_labels, method_order, recall_table
+from support.evaluations.pgt.plots import style as ps
+from support.evaluations.pgt.plots.data import (
+    latest_runs,
+    method_labels,
+    method_order,
+    recall_table,
+)
 
 HEIGHT = 2.5  # inches
 REAL = "real"

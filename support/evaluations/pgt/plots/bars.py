@@ -12,8 +12,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from support.evaluations.pgt import plot_style as ps
-from support.evaluations.pgt.plot_data import latest_runs, method_labels, method_order
+from support.evaluations.pgt.plots import style as ps
+from support.evaluations.pgt.plots.data import latest_runs, method_labels, method_order
 
 HEIGHT = 2.2  # inches, without the legend
 LEGEND_ROW = 0.17  # inches per legend row (8 pt text)

@@ -3,8 +3,8 @@
     python -m support.evaluations.pgt.plots results/pgt [--out DIR] [--models a,b] [--method s2]
     [--run ID]
 
-The pieces live in plot_data (reading the tree; method keys), plot_bars, plot_radar, plot_vocab and
-plot_style (colors, sizes, fonts); this module gathers them. A figure the data cannot make is
+The pieces live in data (reading the tree; method keys), bars, radar, vocab and style (colors,
+sizes, fonts); this module gathers them. A figure the data cannot make is
 skipped with its reason logged (and warned, category PlotSkipped); a malformed results file stops
 everything with a ResultsFormatError naming the file and key.
 """
@@ -18,11 +18,15 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from support.evaluations.pgt.plot_bars import macro_f1_figure, plot_macro_f1_bars
-from support.evaluations.pgt.plot_data import ResultsFormatError, load_performance, write_confidence
-from support.evaluations.pgt.plot_radar import plot_recall_radar, recall_radar_figure
-from support.evaluations.pgt.plot_style import PlotSkipped, log, skip
-from support.evaluations.pgt.plot_vocab import plot_vocab_lr, vocab_figure
+from support.evaluations.pgt.plots.bars import macro_f1_figure, plot_macro_f1_bars
+from support.evaluations.pgt.plots.data import (
+    ResultsFormatError,
+    load_performance,
+    write_confidence,
+)
+from support.evaluations.pgt.plots.radar import plot_recall_radar, recall_radar_figure
+from support.evaluations.pgt.plots.style import PlotSkipped, log, skip
+from support.evaluations.pgt.plots.vocab import plot_vocab_lr, vocab_figure
 
 __all__ = [
     "PlotSkipped",
@@ -96,7 +100,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in written:
         print(path)
     return 0 if written else 1  # nothing could be drawn: the reasons are logged above
-
-
-if __name__ == "__main__":
-    sys.exit(main())

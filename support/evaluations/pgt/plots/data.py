@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from support.evaluations.pgt.plot_style import (
+from support.evaluations.pgt.plots.style import (
     DATASET_NAMES,
     DEFAULT_MODE,
     METHOD_NAMES,

@@ -27,8 +27,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from support.evaluations.pgt import plot_style as ps
-from support.evaluations.pgt.plot_data import (
+from support.evaluations.pgt.plots import style as ps
+from support.evaluations.pgt.plots.data import (
     REASONING_PREFIX,
     ResultsFormatError,
     method_key,
