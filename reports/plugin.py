@@ -25,6 +25,7 @@ from reports import terminal
 from reports.gates import Gate, failed_gates
 from support import evaluations
 from support.backends.keys import redact
+from support.evaluation import SummaryContext
 from support.settings import RunSettings
 from support.types import Case, Outcome
 
@@ -190,7 +191,8 @@ class ReportPlugin:
 
         run = self.run
         module = evaluations.spec(name).summary_module()
-        summary = module.summarize(outs, n_resamples=run.bootstrap, seed=run.seed)
+        ctx = SummaryContext(run, run.evaluations.get(name))
+        summary = module.summarize(outs, ctx)
         self.summaries[name] = summary
         self.headlines[name] = module.headline(summary)
         self.usage[name] = usage_table(outs)
@@ -198,7 +200,7 @@ class ReportPlugin:
         self._attempt(name, lambda: [write_csv(summary, out_dir / "summary.csv")])
         self._attempt(name, lambda: [write_csv(self.usage[name], out_dir / "usage.csv")])
         self._attempt(name, lambda: [write_csv(calls, out_dir / "calls.csv")])
-        self._attempt(name, lambda: list(module.write_outputs(outs, summary, out_dir, run)))
+        self._attempt(name, lambda: list(module.write_outputs(outs, summary, out_dir, ctx)))
         compared = evaluation_comparisons(name, module, outs, run.compare, run.bootstrap, run.seed)
         report = out_dir / "report.md"
         section = ""

@@ -1,4 +1,4 @@
-"""The contract every evaluation implements: its spec (options, settings) and its class.
+"""The contract every evaluation implements: its spec (options, settings), its class, its summary.
 
 An evaluation is a plugin in three parts, none of which the core names:
 
@@ -6,14 +6,13 @@ An evaluation is a plugin in three parts, none of which the core names:
   option group, its `Option`s, `configure(values, run) -> settings` (validation; an `OptionError`
   becomes a usage error naming the option), and where its two halves live;
 - the `Evaluation` class (worker side, where tests run): loads the data, lists the cases and
-  evaluates them: `evaluate(case, client)` returns `Verdict`s, the core builds the outcomes;
-  an evaluation that keeps existing results (its source's rule) hands them back instead through
-  `reused(case, model)`, so a rerun reports them rather than dropping them;
-- a summary module (controller side, where reports are written, possibly in another process
-  under xdist) with three functions:
-    summarize(outcomes, run) -> DataFrame            the summary (`m`, `m_lo`, `m_hi` columns)
-    headline(summary) -> DataFrame                   the rows printed at the end and in the HTML
-    write_outputs(outcomes, summary, out_dir, run) -> list[Path]   report.md, plots, ...
+  evaluates them: `evaluate(case, client)` awaits a `CaseClient` and returns `Verdict`s, the core
+  builds the outcomes; an evaluation that keeps existing results (its source's rule) hands them
+  back instead through `reused(case, model)`, so a rerun reports them rather than dropping them;
+- a `Summary` (controller side, where reports are written, possibly in another process under
+  xdist): a module with `summarize(outcomes, ctx)`, `headline(summary)` and
+  `write_outputs(outcomes, summary, out_dir, ctx)`, where `ctx` (`SummaryContext`) carries the
+  run's settings and the evaluation's own.
 
 `support.evaluations` is the one registry (name -> spec). The library never imports pytest.
 """
@@ -24,13 +23,108 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from support.backends.base import BackendError
 from support.settings import RunSettings
-from support.types import Case, Outcome, Verdict
+from support.types import Case, Outcome, Request, Response, Verdict
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from support.backends.registry import ModelSpec
+
+__all__ = [
+    "BackendError",  # what `client.generate` raises when the model call failed after retries
+    "CaseClient",
+    "Evaluation",
+    "EvaluationSpec",
+    "Option",
+    "OptionError",
+    "Reused",
+    "Summary",
+    "SummaryContext",
+]
+
+
+class CaseClient(Protocol):
+    """What `Evaluation.evaluate` awaits (support.runner.LoggedClient implements it).
+
+    `name` is the `--model` name, `model` its registry entry (provider, traits); `history` the
+    outcomes of the earlier rounds of a sequence (empty for a case without `after`);
+    `generate(request)` the answer (BackendError when the call failed after retries); `fork()` a
+    client whose calls are logged apart, for items that yield many outcomes."""
+
+    name: str
+    history: tuple[Outcome, ...]
+
+    @property
+    def model(self) -> ModelSpec: ...
+
+    async def generate(self, request: Request) -> Response: ...
+
+    def fork(self) -> CaseClient: ...
+
+
+@dataclass(frozen=True)
+class SummaryContext:
+    """What a summary sees of the run: its settings and the evaluation's own (what its spec's
+    `configure` built; None where the evaluation has none)."""
+
+    run: RunSettings = field(default_factory=RunSettings)
+    settings: Any = None
+
+    @property
+    def n_resamples(self) -> int:
+        """Bootstrap resamples of each interval (0: no intervals)."""
+        return self.run.bootstrap
+
+    @property
+    def seed(self) -> int:
+        return self.run.seed
+
+    @property
+    def compat(self) -> str:
+        """The run's `--compat` profile ("writeup" or "source")."""
+        return self.run.compat
+
+    @classmethod
+    def of(
+        cls, n_resamples: int = 1000, seed: int = 0, settings: Any = None, **run: Any
+    ) -> SummaryContext:
+        """A context for a summary called outside a run (tests, scripts): the bootstrap's
+        resamples and seed, the evaluation's settings and any other RunSettings field."""
+        return cls(RunSettings(bootstrap=n_resamples, seed=seed, **run), settings)
+
+
+class Summary(Protocol):
+    """The controller side of an evaluation: a module with these functions (its spec's
+    `summary`). Optional module attributes: `KEY_METRICS` (the terminal's brief table),
+    `data_label(run)` (what reports say when the data is not the real dataset), and for
+    comparisons.csv a `COMPARISONS` spec or a `comparisons(outcomes, requested, n_resamples,
+    seed)` function (support.comparisons.pairing). Each must hold for any mix of outcomes, all
+    errors and zero cases included."""
+
+    def summarize(self, outcomes: Sequence[Outcome], ctx: SummaryContext) -> pd.DataFrame:
+        """The summary table (`m`, `m_lo`, `m_hi` columns): summary.csv."""
+        ...
+
+    def headline(self, summary: pd.DataFrame) -> pd.DataFrame:
+        """The rows printed at the end of the run and in the HTML report."""
+        ...
+
+    def write_outputs(
+        self,
+        outcomes: Sequence[Outcome],
+        summary: pd.DataFrame,
+        out_dir: Path,
+        ctx: SummaryContext,
+    ) -> list[Path]:
+        """The evaluation's own files (report.md, plots, the source's files): their paths."""
+        ...
+
 
 REUSED = "reused"  # Outcome.extra key of a reused outcome: the file its result was read back from
 
@@ -127,8 +221,9 @@ class EvaluationSpec:
         module, _, attr = self.evaluation.partition(":")
         return getattr(importlib.import_module(module), attr)
 
-    def summary_module(self) -> ModuleType:
-        return importlib.import_module(self.summary)
+    def summary_module(self) -> Summary:
+        """The controller side, imported on first use."""
+        return importlib.import_module(self.summary)  # type: ignore[return-value]
 
 
 def linspace_subset(items: list[int], n: int | None) -> list[int]:
@@ -171,9 +266,9 @@ class Evaluation:
         to the same xdist worker; a case and the case it waits for (`after`) must share it."""
         return case.id
 
-    async def evaluate(self, case: Case, client: Any) -> Verdict | list[Verdict]:
-        """Build the request(s), await `client.generate` (a support.runner.CaseClient), parse
-        and score: the domain part of the outcome(s)."""
+    async def evaluate(self, case: Case, client: CaseClient) -> Verdict | list[Verdict]:
+        """Build the request(s), await `client.generate`, parse and score: the domain part of
+        the outcome(s)."""
         raise NotImplementedError
 
     async def reused(self, case: Case, model: str) -> Reused | None:

@@ -2,7 +2,7 @@
 
 An evaluation's `evaluate(case, client)` awaits `client.generate(request)` as often as it needs
 and returns the domain part of its outcome(s) (a `Verdict`, or a list of them). `run_case` hands
-it a `CaseClient` that logs every call, then builds the full `Outcome`s: ids, model, usage,
+it a `LoggedClient` that logs every call, then builds the full `Outcome`s: ids, model, usage,
 latency, prompt hash, cache counters. A failure becomes one `error` outcome built here, so no
 evaluation writes bookkeeping or error outcomes of its own.
 
@@ -26,6 +26,7 @@ from support.engine import ModelClient
 from support.types import Case, Outcome, Request, Response, Usage, Verdict
 
 if TYPE_CHECKING:
+    from support.backends.registry import ModelSpec
     from support.evaluation import Evaluation
 
 
@@ -55,12 +56,13 @@ class CallLog:
         }
 
 
-class CaseClient:
-    """What `evaluate` awaits: the model client of this case, logging each call.
+class LoggedClient:
+    """What `evaluate` awaits (the support.evaluation.CaseClient protocol): the model client of
+    this case, logging each call.
 
-    `name` is the model's `--model` name; `history` the outcomes of the earlier rounds of a
-    sequence (empty for a case without `after`); `fork()` a client whose calls go to a log of
-    their own, for items that yield many outcomes.
+    `name` is the model's `--model` name, `model` its registry entry; `history` the outcomes of
+    the earlier rounds of a sequence (empty for a case without `after`); `fork()` a client whose
+    calls go to a log of their own, for items that yield many outcomes.
     """
 
     def __init__(self, client: ModelClient, history: Sequence[Outcome] = ()) -> None:
@@ -74,8 +76,15 @@ class CaseClient:
         self.log.record(request, response)
         return response
 
-    def fork(self) -> CaseClient:
-        return CaseClient(self._client, self.history)
+    @property
+    def model(self) -> ModelSpec:
+        """The model's registry entry (provider, model id, traits)."""
+        from support.backends.registry import model_spec
+
+        return model_spec(self.name)
+
+    def fork(self) -> LoggedClient:
+        return LoggedClient(self._client, self.history)
 
 
 @dataclass(frozen=True)
@@ -158,7 +167,7 @@ async def run_case(
     if before is not None:
         prior = await before()
         history = prior.history + prior.outcomes
-    cc = CaseClient(client, history)
+    cc = LoggedClient(client, history)
     try:
         reused = getattr(ev, "reused", None)  # optional: an evaluation that keeps results
         kept = await reused(case, client.name) if reused is not None else None

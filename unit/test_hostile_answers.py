@@ -12,6 +12,7 @@ import pytest
 from support.backends.scripted import ScriptedBackend
 from support.cache import ResponseCache
 from support.engine import CacheWriteWarning, ModelClient
+from support.evaluation import SummaryContext
 from support.types import Part, Request, Response, sha256_hex, valid_text
 
 
@@ -115,7 +116,7 @@ def test_nyu_metrics_stay_finite_under_absurd_answers(compat, tmp_path):
             Outcome(f"{case.id}-m", case.evaluation, "m", v.status, cluster=case.cluster,
                     scores=v.scores, prediction=v.prediction, params=dict(case.params))
         )  # fmt: skip
-    row = summarize(outcomes, n_resamples=50, seed=0).iloc[0]
+    row = summarize(outcomes, SummaryContext.of(n_resamples=50, compat=compat)).iloc[0]
     columns = [c for m in METRICS for c in (m, f"{m}_lo", f"{m}_hi") if c in row.index]
     assert len(columns) > len(METRICS)
     bad = {c: row[c] for c in columns if not np.isfinite(float(row[c]))}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from support.evaluation import OptionError
+from support.evaluation import OptionError, SummaryContext
 from support.evaluations.nyu_distance.parser import parse_answer
 from support.evaluations.nyu_distance.spec import NyuSettings, configure
 from support.evaluations.nyu_distance.summary import (
@@ -21,7 +21,7 @@ from support.evaluations.nyu_distance.summary import (
     write_marked_images,
 )
 from support.evaluations.nyu_distance.task import NyuDistanceEvaluation, delta_ratio, pair_of
-from support.runner import CaseClient
+from support.runner import LoggedClient
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -108,7 +108,7 @@ def test_evaluate_with_the_oracle(ev: NyuDistanceEvaluation) -> None:
     from support.backends.reference import OracleBackend
     from support.engine import ModelClient
 
-    client = CaseClient(ModelClient(OracleBackend(), None, concurrency=1))
+    client = LoggedClient(ModelClient(OracleBackend(), None, concurrency=1))
     v = asyncio.run(ev.evaluate(ev.cases()[2], client))
     assert v.status == "correct" and v.scores["abs_error"] == 0.0
     assert len(client.log.responses) == 1  # one call, logged for the core's bookkeeping
@@ -148,7 +148,7 @@ def test_metrics_match_their_definitions() -> None:
                 signed.append(pred - gt)
                 rel.append(abs(pred - gt) / gt)
     outs.append(_outcome("a", 7, 0, 2.0, None, status="error"))
-    row = summarize(outs, n_resamples=200, seed=0).iloc[0]
+    row = summarize(outs, SummaryContext.of(n_resamples=200)).iloc[0]
     assert (row["n"], row["n_error"], row["n_answered"]) == (18, 1, 16)
     assert row["response_rate"] == pytest.approx(16 / 18)
     assert row["mae"] == pytest.approx(np.mean(abs_errors))

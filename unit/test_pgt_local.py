@@ -22,7 +22,7 @@ from support.evaluations.pgt.phrases import PHRASES, QUESTION
 from support.evaluations.pgt.spec import configure
 from support.evaluations.pgt.synthetic import build_pgt_sample
 from support.evaluations.pgt.task import FINAL_ANSWER_CUE, PgtEvaluation
-from support.runner import CaseClient
+from support.runner import LoggedClient
 from support.settings import RunSettings
 from support.testing.tiny_vlm import ensure_tiny_vlm
 
@@ -113,7 +113,7 @@ def test_n5_over_20_images_is_batched_in_both_stages(sample, tmp_path, backend, 
     monkeypatch.setattr(backend.model, "generate", counting)
 
     async def main():
-        return await asyncio.gather(*(ev.evaluate(c, CaseClient(client)) for c in cases))
+        return await asyncio.gather(*(ev.evaluate(c, LoggedClient(client)) for c in cases))
 
     outcomes = asyncio.run(main())
     assert all(len(o.extra["responses"]) == 5 for o in outcomes)

@@ -364,7 +364,7 @@ def test_recall_per_generator_counts_ai_images_and_drops_none():
         outcome(4, "real", REAL, REAL),  # real images are skipped
         outcome(5, "unknown", AI, AI),  # the radar leaves 'unknown' out
     ]
-    got = generator_recall(outs, n_resamples=50)
+    got = generator_recall(outs, n_resamples=50, source=True)
     assert set(got) == {"image_gen0", "image_gen1"}
     assert got["image_gen0"]["recall"] == 0.5 and got["image_gen0"]["n"] == 2  # TP 1, FN 1
     assert got["image_gen1"]["recall"] == 0.0 and got["image_gen1"]["n"] == 0

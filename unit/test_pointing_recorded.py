@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from support.evaluation import SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.summary import (
     ALL,
@@ -161,7 +162,8 @@ def test_summarize_reproduces_recorded_macros(table: dict[str, Any]) -> None:
                     params={"row": row, "organ": organ, "compat": "source"},
                 )
             )  # fmt: skip
-    summary = summarize(outcomes, n_resamples=2).set_index("organ")
+    ctx = SummaryContext.of(n_resamples=2, compat="source")
+    summary = summarize(outcomes, ctx).set_index("organ")
     for r in rows_of(table):
         s = summary.loc[r["label"]]
         got = [printed(s[k]) for k in ("accuracy", "point_hit_rate", "gated_accuracy")]

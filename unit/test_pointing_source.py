@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from support.backends.base import BackendError
-from support.evaluation import OptionError
+from support.evaluation import OptionError, SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.dataset import CholecSeg8k
 from support.evaluations.pointing.parser import parse_pointing_source
@@ -570,7 +570,7 @@ def test_macro_metrics_golden() -> None:
         _outcome(4, 0, 0, None),
         _outcome(4, 0, 0, None, row=1),
     ]
-    s = summarize(outs, n_resamples=0)
+    s = summarize(outs, SummaryContext.of(n_resamples=0, compat="source"))
     overall = s[s["organ"] == "ALL"].iloc[0]
     # pointing_metrics.py:10-125 per organ: Liver PresenceAcc 1/2, Hit 1/1, GatedAcc 2/2 (the false
     # present cannot hit, so its gated prediction is a true negative), F1 2/3; Fat PresenceAcc 1,
@@ -588,7 +588,7 @@ def test_macro_metrics_golden() -> None:
 def test_writeup_summary_has_no_source_columns() -> None:
     o = _outcome(LIVER, 1, 1, True)
     plain = Outcome(**{**o.__dict__, "params": {"row": 0, "organ": LIVER}})
-    s = summarize([plain], n_resamples=0)
+    s = summarize([plain], SummaryContext.of(n_resamples=0))
     assert not [c for c in s.columns if "gated" in c or c.startswith("macro")]
 
 
@@ -601,7 +601,7 @@ def test_source_files_golden(tmp_path: Path) -> None:
     assert records[0]["hits"] == [int(c % 6 == 3) for c in ORGAN_IDS]
     assert records[0]["rows"][1]["organ"] == "Liver"
     m = source_metrics(records)
-    s = summarize(outs, n_resamples=0)
+    s = summarize(outs, SummaryContext.of(n_resamples=0, compat="source"))
     overall = s[s["organ"] == "ALL"].iloc[0]
     assert m["macro_metrics"]["macro_f1"] == pytest.approx(overall["macro_f1"])
     assert m["macro_metrics"]["macro_gated_acc"] == pytest.approx(overall["macro_gated_accuracy"])

@@ -26,7 +26,7 @@ from support.backends.base import Backend, BackendError
 from support.backends.planted import PlantedBackend
 from support.backends.reference import OracleBackend
 from support.engine import ModelClient
-from support.evaluation import Evaluation
+from support.evaluation import Evaluation, SummaryContext
 from support.runner import CaseResult, run_case
 from support.settings import RunSettings
 from support.types import Case, Outcome, Request, Response
@@ -203,7 +203,8 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
     module = evaluations.spec(name).summary_module()
     outs = sorted(outs, key=lambda o: (o.model, o.case_id))
     files = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
-    summary = module.summarize(outs, n_resamples=RESAMPLES, seed=0)
+    ctx = SummaryContext(replace(run, bootstrap=RESAMPLES, seed=0), run.evaluations.get(name))
+    summary = module.summarize(outs, ctx)
     head = module.headline(summary)
     metrics = [c for c in head.columns if f"{c}_lo" in head.columns]
     markdown_table(with_intervals(head, metrics))  # the terminal's table
@@ -211,7 +212,7 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
         write_csv(summary, out_dir / "summary.csv"),
         write_csv(usage_table(outs), out_dir / "usage.csv"),
         write_csv(calls_table(outs), out_dir / "calls.csv"),
-        *module.write_outputs(outs, summary, out_dir, run),
+        *module.write_outputs(outs, summary, out_dir, ctx),
     ]
     compared = evaluation_comparisons(name, module, outs, run.compare, RESAMPLES, 0)
     if compared is not None:
@@ -261,8 +262,9 @@ def test_data_label_is_none_on_real_data_and_the_report_says_nothing(
     assert module.data_label(synthetic)  # no data option: the synthetic sample
     run = replace(synthetic, evaluations={name: real_settings(name, tmp_path)})
     assert module.data_label(run) is None
-    summary = module.summarize([], n_resamples=0, seed=0)
-    module.write_outputs([], summary, tmp_path / "out", run)
+    ctx = SummaryContext(replace(run, bootstrap=0), run.evaluations[name])
+    summary = module.summarize([], ctx)
+    module.write_outputs([], summary, tmp_path / "out", ctx)
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "synthetic" not in report and "Data:" not in report
     if name == "pointing":
@@ -272,7 +274,8 @@ def test_data_label_is_none_on_real_data_and_the_report_says_nothing(
 def test_surgvqa_headline_counts_questions_and_frames_apart(outcomes) -> None:
     module = evaluations.spec("surgvqa").summary_module()
     _, outs = outcomes[("surgvqa", "mixed")]
-    head = module.headline(module.summarize(outs, n_resamples=0, seed=0)).set_index("model")
+    head = module.headline(module.summarize(outs, SummaryContext.of(n_resamples=0)))
+    head = head.set_index("model")
     assert "n" not in head.columns
     for model in ("m-a", "m-b"):
         mine = [o for o in outs if o.model == model]
@@ -306,7 +309,8 @@ def test_pointing_report_names_every_tied_organ(tmp_path: Path) -> None:
 
     missed = ORGAN_IDS[:4]  # present, answered absent: F1 0, four ways tied
     outs = [pointing_outcome(i, 1, 0) for i in missed] + [pointing_outcome(ORGAN_IDS[4], 1, 1)]
-    text = write_report(summarize(outs, n_resamples=0), tmp_path / "report.md").read_text()
+    summary = summarize(outs, SummaryContext.of(n_resamples=0))
+    text = write_report(summary, tmp_path / "report.md").read_text()
     (line,) = [x for x in text.splitlines() if x.startswith("- **m / zero_shot**")]
     worst = line.split("worst", 1)[1]
     assert all(CLASS_NAMES[i] in worst for i in missed), line  # not three of four, by name

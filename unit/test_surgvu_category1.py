@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from support.evaluation import SummaryContext
 from support.evaluations.surgvqa.coco import (
     OFFICIAL_SCORE,
     detections,
@@ -159,7 +160,8 @@ def outcomes(videos: dict[str, list[Frame]], source: bool) -> list[Outcome]:
 
 
 def map_video_mean(videos: dict[str, list[Frame]], source: bool) -> float:
-    df = summarize(outcomes(videos, source), n_resamples=0, seed=0)
+    ctx = SummaryContext.of(n_resamples=0, compat="source" if source else "writeup")
+    df = summarize(outcomes(videos, source), ctx)
     return float(df[df.subset == "all"].map_video_mean.iloc[0])
 
 
@@ -256,8 +258,9 @@ def test_only_map_video_mean_changes_under_source() -> None:
     gt, results, _ = coco_files(outcomes(SEED_312, source=True))
     assert min(a["id"] for a in gt["annotations"]) == 1
     assert max(r["score"] for r in results) == 1.0
-    writeup = summarize(outcomes(SEED_312, source=False), n_resamples=0, seed=0)
-    source = summarize(outcomes(SEED_312, source=True), n_resamples=0, seed=0)
+    writeup = summarize(outcomes(SEED_312, source=False), SummaryContext.of(n_resamples=0))
+    ctx = SummaryContext.of(n_resamples=0, compat="source")
+    source = summarize(outcomes(SEED_312, source=True), ctx)
     assert source.drop(columns="map_video_mean").equals(writeup.drop(columns="map_video_mean"))
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from support.evaluation import SummaryContext
 from support.evaluations.dynamic.assets import Asset, read_assets
 from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category
 from support.evaluations.dynamic.spec import DynamicSettings, asset_folder
@@ -90,7 +91,7 @@ def _row(model: str, search: str, first: Outcome, subset: str, tasks: list[Outco
     }
 
 
-def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
     """summary.csv: one row per model, search and subset (module docstring); no intervals."""
     rows = []
     for (model, search), outs in sorted(_searches(outcomes).items()):
@@ -271,10 +272,10 @@ def write_hard_data(
 
 
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
     """AnyPoint's files per model and search, report.md and the cumulative-errors plot."""
-    settings = run.evaluations.get("dynamic") or DynamicSettings()
+    settings = ctx.settings or DynamicSettings()
     written: list[Path] = []
     assets: dict[str, Asset] | None = None
     for (model, search), outs in sorted(_searches(outcomes).items()):
@@ -287,11 +288,11 @@ def write_outputs(
         atomic_write_text(path, _json_text(results_json(tasks, settings, lam)))
         written.append(path)
         if any(o.status != "correct" for o in tasks):
-            assets = assets if assets is not None else read_assets(asset_folder(settings, run))
+            assets = assets if assets is not None else read_assets(asset_folder(settings, ctx.run))
             written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
     plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png")
     report = out_dir / "report.md"
-    atomic_write_text(report, report_text(summary, plot, data_label(run)))
+    atomic_write_text(report, report_text(summary, plot, data_label(ctx.run)))
     return [*written, *([plot] if plot else []), report]
 
 

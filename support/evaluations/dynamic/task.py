@@ -21,12 +21,12 @@ import json
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import Evaluation
+from support.evaluation import CaseClient, Evaluation
 from support.evaluations.dynamic.assets import Asset, read_assets
 from support.evaluations.dynamic.embedder import Embedder, load_embedder
 from support.evaluations.dynamic.prompts import (
@@ -238,7 +238,7 @@ class DynamicEvaluation(Evaluation):
             return parse_choice_source(answer, options, self.embedder.encode)
         return parse_choice(answer, options)
 
-    async def evaluate(self, case: Case, client: Any) -> list[Verdict]:
+    async def evaluate(self, case: Case, client: CaseClient) -> list[Verdict]:
         p = case.params
         search = self.search(p["strategy"], p["lambda"])
         k = p["round"]

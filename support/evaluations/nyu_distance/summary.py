@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons
+from support.evaluation import SummaryContext
 from support.files import atomic_write
 from support.metrics import cluster_resample, safe_ratio, summarize_groups
 from support.settings import RunSettings
@@ -110,10 +111,11 @@ def median_interval(
     return e.low, e.high
 
 
-def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
     """One row per model: n, n_error, n_answered and each metric with `_lo`, `_hi` columns."""
     rows = []
     keys = lambda o: [(o.model,)]  # noqa: E731
+    n_resamples, seed = ctx.n_resamples, ctx.seed
     for g in summarize_groups(outcomes, keys, pair_counts, reduce_counts, n_resamples, seed):
         answered = [o for o in g.scored if o.scores.get("pred") is not None]
         additive = [m for m in METRICS if m != "median_abs_error"]
@@ -332,14 +334,14 @@ def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path)
 
 
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
     """The source's nyu_distance_results.json and marked images, report.md and the
     prediction-vs-truth plot (none without outcomes)."""
     plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png")
     return [
-        write_results_json(outcomes, out_dir / "nyu_distance_results.json", run.compat),
-        write_report(summary, outcomes, out_dir / "report.md", data_label(run)),
+        write_results_json(outcomes, out_dir / "nyu_distance_results.json", ctx.compat),
+        write_report(summary, outcomes, out_dir / "report.md", data_label(ctx.run)),
         *([plot] if plot else []),
-        *write_marked_images(outcomes, run, out_dir / "marked_images"),
+        *write_marked_images(outcomes, ctx.run, out_dir / "marked_images"),
     ]

@@ -27,7 +27,7 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import Evaluation, linspace_subset
+from support.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.nyu_distance.folder import NyuFolder, NyuFolderError
 from support.evaluations.nyu_distance.mat import HEIGHT, WIDTH, NyuMat, NyuMatError
 from support.evaluations.nyu_distance.pairs import (
@@ -57,7 +57,6 @@ from support.evaluations.nyu_distance.prompts import (
 from support.evaluations.nyu_distance.spec import NyuSettings
 from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
 from support.memo import OnceCache
-from support.runner import CaseClient
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons, strip_model
+from support.evaluation import SummaryContext
 from support.evaluations.pgt import source_metrics as sm
 from support.evaluations.pgt.answers import AI, REAL
 from support.evaluations.pgt.layout import log_dir, performance_name, result_dir
@@ -154,11 +155,6 @@ COMPARISONS = Comparisons(
 )
 
 
-def is_source(outcomes: Iterable[Outcome]) -> bool:
-    """Whether the outcomes come from a `--compat source` run."""
-    return any(o.params.get("compat") == "source" for o in outcomes)
-
-
 def _frame(outcomes: list[Outcome]) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -183,14 +179,15 @@ def _mode_rank(mode: str) -> int:
     return MODES.index(mode) if mode in MODES else (-1 if not mode else len(MODES))
 
 
-def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
     """One row per (model, dataset, phrase, mode, n): counts and metrics with `_lo`/`_hi`."""
 
     def keys(o: Outcome) -> list[tuple]:
         g = o.group
         return [(o.model, g["dataset"], g["phrase"], g["mode"], int(g["n"]))]
 
-    reduce = reduce_counts_source if is_source(outcomes) else reduce_counts
+    n_resamples, seed = ctx.n_resamples, ctx.seed
+    reduce = reduce_counts_source if ctx.compat == "source" else reduce_counts
     rows = []
     for g in summarize_groups(outcomes, keys, case_counts, reduce, n_resamples, seed, LEVEL):
         row = g.row(COMBINATION, METRICS)
@@ -218,12 +215,12 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def generator_recall(
-    outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0
+    outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0, source: bool = False
 ) -> dict[str, dict[str, Any]]:
     """{generator: {recall, n, ci}}: the share of a generator's images labelled correctly
     (for `real` rows, the recall of the real class); unparsable votes count as wrong.
-    Under `--compat source`: generator_recall_source."""
-    if is_source(outcomes):
+    `source` (`--compat source`): generator_recall_source."""
+    if source:
         return generator_recall_source(outcomes, n_resamples, seed)
     out: dict[str, dict[str, Any]] = {}
     scored = [o for o in outcomes if o.status != "error"]
@@ -362,19 +359,20 @@ def log_text(key: tuple, group: list[Outcome], perf: dict | None, files: list[Pa
 
 
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
     """Per combination, the source's reasoning/performance/log files in its folder hierarchy;
     in the run folder, generator_recall.csv, report.md and the plots."""
+    run = ctx.run
     ts = run.run_id
-    source = is_source(outcomes)
+    source = ctx.compat == "source"
     written: list[Path] = []
     recall_rows = []
     summary_rows = {tuple(r[c] for c in COMBINATION): r for _, r in summary.iterrows()}
     for key, group in combinations(outcomes):
         model, dataset, phrase, mode, n = key
         folder = result_dir(run.results_dir, dataset, model, phrase, mode, int(n))
-        generators = generator_recall(group, run.bootstrap, run.seed)
+        generators = generator_recall(group, run.bootstrap, run.seed, source)
         if source:
             written += write_source_files(key, group, run)
         else:

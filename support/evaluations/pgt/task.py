@@ -31,7 +31,7 @@ from typing import Any, ClassVar, overload
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import Evaluation, Reused, linspace_subset
+from support.evaluation import CaseClient, Evaluation, Reused, linspace_subset
 from support.evaluations.pgt.answers import (
     LABELS,
     extract_prediction,
@@ -45,7 +45,7 @@ from support.evaluations.pgt.phrases import QUESTION, Prompt, build_prompt
 from support.evaluations.pgt.spec import PgtSettings
 from support.evaluations.pgt.synthetic import ensure_pgt_sample
 from support.memo import OnceCache
-from support.runner import CallLog, CaseClient
+from support.runner import CallLog
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
 

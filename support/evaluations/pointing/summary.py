@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons, strip_model
+from support.evaluation import SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
 from support.files import atomic_write, atomic_write_text
@@ -109,11 +110,6 @@ COMPARISONS = Comparisons(
 )
 
 
-def is_source(outcomes: list[Outcome]) -> bool:
-    """Whether the outcomes come from a `--compat source` run."""
-    return any(o.params.get("compat") == "source" for o in outcomes)
-
-
 def gated_correct(o: Outcome) -> int:
     """1 when "present and the point hits" agrees with the truth (the original's gated rule)."""
     y_true, y_pred, hit = o.scores["y_true"], o.scores["y_pred"], o.scores.get("hit")
@@ -163,7 +159,7 @@ def reduce_macro(s: np.ndarray) -> dict[str, np.ndarray]:
         return {k: np.nanmean(v, axis=-1) for k, v in per_organ.items()}
 
 
-def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
     """A row per (model, condition, organ) plus an `ALL` organ row; `m`, `m_lo`, `m_hi` columns.
     Source runs add `gated_accuracy` and, on the `ALL` rows, the macro metrics."""
 
@@ -171,7 +167,8 @@ def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -
         model, condition = o.model, o.group["condition"]
         return [(model, condition, o.group["organ"]), (model, condition, ALL)]
 
-    source = is_source(outcomes)
+    n_resamples, seed = ctx.n_resamples, ctx.seed
+    source = ctx.compat == "source"
     metrics = (*METRICS, *SOURCE_METRICS) if source else METRICS
     counts, reduce = (
         (source_case_counts, reduce_source_counts) if source else (case_counts, reduce_counts)
@@ -481,15 +478,15 @@ def write_source_files(outcomes: list[Outcome], out_dir: Path, split: str = "tra
 
 
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
     """report.md and the per-organ F1 plot in the run folder; source runs add the original's
     per-sample and metrics files."""
     plot = plot_f1_by_organ(summary, out_dir)
     paths = [
-        write_report(summary, out_dir / "report.md", data_label(run)),
+        write_report(summary, out_dir / "report.md", data_label(ctx.run)),
         *([plot] if plot else []),
     ]
-    if is_source(outcomes):
+    if ctx.compat == "source":
         paths += write_source_files(outcomes, out_dir)
     return paths

@@ -28,7 +28,7 @@ from scipy import ndimage
 
 from support.backends.base import BackendError
 from support.backends.registry import model_spec
-from support.evaluation import Evaluation, linspace_subset
+from support.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.pointing.classes import CLASS_NAMES, IGNORE, ORGAN_IDS, ORGAN_SLUGS
 from support.evaluations.pointing.dataset import CholecSeg8k, is_hub_id
 from support.evaluations.pointing.download import downloaded
@@ -68,7 +68,6 @@ from support.evaluations.pointing.selection import near_miss_negative
 from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.synthetic import ensure_cholecseg8k
 from support.memo import FileMemo, OnceCache
-from support.runner import CaseClient
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 

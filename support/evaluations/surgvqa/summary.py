@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons
+from support.evaluation import SummaryContext
 from support.evaluations.surgvqa.bleu import metrics_json
 from support.evaluations.surgvqa.coco import (
     detections,
@@ -139,11 +140,6 @@ def coco_files(scored: list[Outcome]) -> tuple[dict, list[dict], dict[int, str]]
     return ground_truth(truths), results, cluster_of
 
 
-def is_source(outcomes: list[Outcome]) -> bool:
-    """Whether the outcomes come from a `--compat source` run (their params say so)."""
-    return any(o.params.get("compat") == "source" for o in outcomes)
-
-
 def video_mean_map(
     gt: dict, results: list[dict], cluster_of: dict[int, str], source: bool = False
 ) -> float:
@@ -171,7 +167,7 @@ def video_mean_map(
     return float(np.mean(finite)) if finite else np.nan
 
 
-def tool_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict]:
+def tool_rows(outcomes: list[Outcome], n_resamples: int, seed: int, source: bool) -> list[dict]:
     rows, class_rows = [], []
     keys = lambda o: [(o.model, "tools", "all")]  # noqa: E731
     for g in summarize_groups(outcomes, keys, match_counts, match_reduce, n_resamples, seed):
@@ -181,7 +177,7 @@ def tool_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict
             scores = evaluate(gt, results)
             for name, e in map_bootstrap(gt, results, cluster_of, n_resamples, seed).items():
                 row |= {name: e.value, f"{name}_lo": e.low, f"{name}_hi": e.high}
-            row["map_video_mean"] = video_mean_map(gt, results, cluster_of, is_source(g.scored))
+            row["map_video_mean"] = video_mean_map(gt, results, cluster_of, source)
             for cls in TOOL_CLASSES:
                 ap, ap50 = scores.per_class_ap[cls], scores.per_class_ap50[cls]
                 if np.isfinite(ap):
@@ -198,11 +194,12 @@ def tool_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict
     return rows + class_rows
 
 
-def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
     """Rows per (model, category, subset): n, n_error and each metric with `_lo`, `_hi`."""
     vqa = [o for o in outcomes if not is_tools(o)]
     tools = [o for o in outcomes if is_tools(o)]
-    rows = vqa_rows(vqa, n_resamples, seed) + tool_rows(tools, n_resamples, seed)
+    n_resamples, seed, source = ctx.n_resamples, ctx.seed, ctx.compat == "source"
+    rows = vqa_rows(vqa, n_resamples, seed) + tool_rows(tools, n_resamples, seed, source)
     columns = [*KEYS, "n", "n_error"]
     for m in METRICS:
         columns += [m, f"{m}_lo", f"{m}_hi"]
@@ -252,7 +249,7 @@ def write_json(path: Path, obj: Any) -> Path:
 
 
 def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
+    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
     """Per model: the evaluator's VQA metrics.json, the COCO ground truth, results and
     COCOeval stats; report.md for the run."""
@@ -285,7 +282,7 @@ def write_outputs(
                 ),
             ]
     report = out_dir / "report.md"
-    atomic_write_text(report, report_text(summary, data_label(run)))
+    atomic_write_text(report, report_text(summary, data_label(ctx.run)))
     return [*written, report]
 
 

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import Evaluation, linspace_subset
+from support.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.surgvqa.bleu import (
     best_reference,
     candidate_cut,
@@ -70,7 +70,6 @@ from support.evaluations.surgvqa.video import (
     read_frames,
 )
 from support.memo import OnceCache
-from support.runner import CaseClient
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
