@@ -186,7 +186,6 @@ class NyuDistanceEvaluation(Evaluation):
     support.evaluations.nyu_distance.summary."""
 
     name: ClassVar[str] = "nyu_distance"
-    summary_module: ClassVar[str] = "support.evaluations.nyu_distance.summary"
     quick_samples: ClassVar[int] = 2  # images in the quick subset (x pairs per image cases)
 
     def __init__(

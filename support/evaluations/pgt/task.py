@@ -137,7 +137,6 @@ class PgtEvaluation(Evaluation):
     support.evaluations.pgt.summary."""
 
     name: ClassVar[str] = "pgt"
-    summary_module: ClassVar[str] = "support.evaluations.pgt.summary"
     quick_samples: ClassVar[int] = 6
 
     def __init__(

@@ -202,7 +202,6 @@ class PointingEvaluation(Evaluation):
     support.evaluations.pointing.summary."""
 
     name: ClassVar[str] = "pointing"
-    summary_module: ClassVar[str] = "support.evaluations.pointing.summary"
     quick_samples: ClassVar[int] = 5
 
     def __init__(
