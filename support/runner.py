@@ -78,10 +78,11 @@ class LoggedClient:
 
     @property
     def model(self) -> ModelSpec:
-        """The model's registry entry (provider, model id, traits)."""
-        from support.backends.registry import model_spec
+        """The model's registry entry (provider, model id, traits); a client of a backend the
+        registry does not know (a test double) gets one without provider or traits."""
+        from support.backends.registry import spec_or_unregistered
 
-        return model_spec(self.name)
+        return spec_or_unregistered(self.name)
 
     def fork(self) -> LoggedClient:
         return LoggedClient(self._client, self.history)

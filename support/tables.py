@@ -31,7 +31,7 @@ def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
     was answered through a batch API (`Outcome.batch_usage`) is priced at the batch price, and
     `batch_cost_usd` is that part of `cost_usd`."""
     from support.backends.prices import batch_cost_usd, cost_usd
-    from support.backends.registry import model_spec
+    from support.backends.registry import spec_or_unregistered
 
     rows: dict[str, dict] = {}
     for o in outcomes:
@@ -49,11 +49,11 @@ def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
         r["cases"] += 1
         r["input_tokens"] += o.usage.input_tokens
         r["output_tokens"] += o.usage.output_tokens
-        model_id = o.model.partition(":")[2] or o.model  # "openai:gpt-4.1" -> "gpt-4.1"
-        cost = cost_usd(model_id, o.usage - o.batch_usage)
+        spec = spec_or_unregistered(o.model)  # the price is the model id's ("gpt-4.1")
+        cost = cost_usd(spec.model_id, o.usage - o.batch_usage)
         batch = 0.0
         if o.batch_usage != Usage():
-            batch = batch_cost_usd(model_spec(o.model).provider, model_id, o.batch_usage)
+            batch = batch_cost_usd(spec.provider, spec.model_id, o.batch_usage)
         if cost is None or batch is None or r["cost_usd"] is None:
             r["cost_usd"] = r["batch_cost_usd"] = None
         else:

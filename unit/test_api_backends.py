@@ -468,7 +468,8 @@ def test_prices():
     }
     assert cost_usd("gpt-4o-mini", Usage(1_000_000, 1_000_000)) == pytest.approx(0.75)
     assert cost_usd("claude-sonnet-4-20250514", Usage(2000, 100)) == pytest.approx(0.0075)
-    assert cost_usd("openai:gpt-4o", Usage(1000, 0)) == pytest.approx(0.0025)
+    assert cost_usd(model_spec("openai:gpt-4o").model_id, Usage(1000, 0)) == pytest.approx(0.0025)
+    assert cost_usd("openai:gpt-4o", Usage(1000, 0)) is None  # a --model name is not a price key
     assert cost_usd("unknown-model", Usage(10, 10)) is None
 
 

@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from support.backends.base import BackendError
+from support.backends.registry import model_spec
 from support.evaluation import OptionError, SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.dataset import CholecSeg8k
@@ -443,7 +444,7 @@ def test_source_requests(data_info: Path, data: Path, ds: CholecSeg8k, tmp_path:
         (data_info / "fewshot_plan_train_pos1_neg1_nearmiss1_seed45_excl100.json").read_text()
     )
     row = TEST[0]
-    req = ev.request(_case(ev, row, 1, "fewshot_hard_negatives"), "gpt-4o")
+    req = ev.request(_case(ev, row, 1, "fewshot_hard_negatives"), model_spec("gpt-4o"))
     prompt = source_user_prompt("Abdominal Wall")
     texts = [p.text for p in req.parts if p.text is not None]
     # evaluator.py prepare_few_shot_examples: the positive with the centre placeholder (238),
@@ -464,12 +465,14 @@ def test_source_requests(data_info: Path, data: Path, ds: CholecSeg8k, tmp_path:
     # evaluator.py:93-159: max_tokens 100; OpenAI sends no temperature (the API's 1.0)
     assert (req.max_tokens, req.temperature) == (100, 1.0)
     # Liver in the hard plan: a positive only (no easy negative in the file)
-    req = ev.request(_case(ev, row, LIVER, "fewshot_hard_negatives"), "claude-sonnet-4-20250514")
+    claude = model_spec("claude-sonnet-4-20250514")
+    req = ev.request(_case(ev, row, LIVER, "fewshot_hard_negatives"), claude)
     assert sum(p.is_image for p in req.parts) == 2 and req.temperature == 0.1
-    req = ev.request(_case(ev, row, LIVER, "zero_shot"), "qwen25-vl-7b")
+    req = ev.request(_case(ev, row, LIVER, "zero_shot"), model_spec("qwen25-vl-7b"))
     assert [p.text for p in req.parts if p.text] == [source_user_prompt("Liver")]
     assert req.temperature == 0.0
-    assert (source_temperature("gemini-2.0-flash"), source_temperature("oracle")) == (0.1, 0.0)
+    gemini, oracle = model_spec("gemini-2.0-flash"), model_spec("oracle")
+    assert (source_temperature(gemini.provider), source_temperature(oracle.provider)) == (0.1, 0.0)
 
 
 def test_writeup_hard_negatives_from_a_near_miss_plan(
@@ -527,7 +530,11 @@ def test_source_hits_and_targets_native_pixels(data_info: Path, data: Path, tmp_
 
 
 class _FailingClient:
+    """A CaseClient (support.evaluation) whose every call fails after retries."""
+
     name = "gpt-4o"
+    model = model_spec("gpt-4o")
+    history = ()
 
     async def generate(self, request):
         raise BackendError("500 after retries")

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.evaluations.surgvqa.boxes import Box, BoxAnswer, box_frame_for, boxes_json, parse_boxes
+from support.backends.registry import box_convention_of, model_spec
+from support.evaluations.surgvqa.boxes import Box, BoxAnswer, boxes_json, parse_boxes
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
 
 W, H = 640, 512  # px: the challenge's frame size
@@ -58,21 +59,29 @@ def test_auto_reads_bbox_2d_as_pixels():
 
 
 @pytest.mark.parametrize(
-    "model, frame",
+    "provider, model_id, frame",
     [
-        ("gemini-2.5-flash", "gemini"),
-        ("google:gemini-2.0-flash", "gemini"),
-        ("google:some-model", "gemini"),
-        ("Qwen/Qwen2-VL-7B-Instruct", "norm1000"),
-        ("vllm:qwen2_vl_2b", "norm1000"),
-        ("Qwen/Qwen3-VL-8B-Instruct", "norm1000"),
-        ("Qwen/Qwen2.5-VL-7B-Instruct", "auto"),
-        ("openai:gpt-4o", "auto"),
-        ("oracle", "auto"),
+        ("openai-compatible", "gemini-2.5-flash", "gemini"),
+        ("google", "gemini-2.0-flash", "gemini"),
+        ("google", "some-model", "gemini"),
+        ("hf", "Qwen/Qwen2-VL-7B-Instruct", "norm1000"),
+        ("vllm", "/models/qwen2_vl_2b", "norm1000"),
+        ("vllm", "Qwen/Qwen3-VL-8B-Instruct", "norm1000"),
+        ("vllm", "Qwen/Qwen2.5-VL-7B-Instruct", "auto"),
+        ("openai", "gpt-4o", "auto"),
     ],
 )
-def test_box_frame_for(model, frame):
-    assert box_frame_for(model) == frame
+def test_box_convention_is_a_model_trait(provider, model_id, frame):
+    """The registry's trait (support.backends.registry.box_convention_of), from the provider
+    and the model id, never the --model name a user chose."""
+    assert box_convention_of(provider, model_id) == frame
+    assert model_spec(f"{provider}:{model_id}").box_convention == frame
+
+
+def test_registered_models_carry_their_box_convention():
+    assert model_spec("gemini-2.0-flash").box_convention == "gemini"
+    assert model_spec("oracle").box_convention == "auto"
+    assert model_spec("gpt-4o").box_convention == "auto"
 
 
 def test_fences_and_prose_around_the_json():

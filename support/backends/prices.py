@@ -32,11 +32,9 @@ BATCH_DISCOUNT: dict[str, float] = {"openai": 0.5, "anthropic": 0.5, "google": 0
 def cost_usd(model_id: str, usage: Usage) -> float | None:
     """USD for `usage` at `model_id`'s list price; None for a model without a price.
 
-    `model_id` is the id after the provider prefix; a prefixed name (`openai:gpt-4o`) works too.
+    `model_id` is the model's id (`ModelSpec.model_id`: `gpt-4o` for `--model openai:gpt-4o`).
     """
     price = PRICES.get(model_id)
-    if price is None and ":" in model_id:
-        price = PRICES.get(model_id.partition(":")[2])
     if price is None:
         return None
     per_input, per_output = price

@@ -93,12 +93,53 @@ class ModelSpec:
             raise ValueError(f"ModelSpec {self.name!r}: factory is not callable")
         object.__setattr__(self, "engine", MappingProxyType(dict(self.engine)))
 
+    @property
+    def box_convention(self) -> str:
+        """How the model writes a bounding box when asked for one (`box_convention_of`)."""
+        return box_convention_of(self.provider, self.model_id)
+
     def build(self, opts: BackendOptions | None = None) -> Backend:
         """The backend; BackendUnavailable when it cannot run here (an optional extra missing)."""
         try:
             return self.factory(self, opts or BackendOptions())
         except ImportError as exc:
             raise BackendUnavailable(f"{self.name}: {exc}") from exc
+
+
+# model families whose boxes are [x1, y1, x2, y2] relative in 0-1000 (Qwen2-VL's and Qwen3-VL's
+# grounding format; Qwen2.5-VL answers pixels)
+NORM1000_TAGS = ("qwen2-vl", "qwen2_vl", "qwen3-vl", "qwen3_vl")
+
+
+def box_convention_of(provider: str, model_id: str) -> str:
+    """How a model writes a bounding box: "gemini" ([ymin, xmin, ymax, xmax] relative, 0-1000:
+    Gemini's `box_2d`), "norm1000" (Qwen2-VL, Qwen3-VL), or "auto" (not known: read from the
+    answer's keys). From the provider and the model id (case-insensitive), never the --model
+    name a user chose."""
+    model = model_id.lower()
+    if provider == "google" or "gemini" in model:
+        return "gemini"
+    if any(tag in model for tag in NORM1000_TAGS):
+        return "norm1000"
+    return "auto"
+
+
+def spec_or_unregistered(name: str) -> ModelSpec:
+    """`model_spec(name)`, or `unregistered_spec(name)` for a name the registry does not know."""
+    try:
+        return model_spec(name)
+    except ValueError:
+        return unregistered_spec(name)
+
+
+def unregistered_spec(name: str) -> ModelSpec:
+    """A spec for a client whose name the registry does not know (a test double's backend):
+    no provider, no traits; building it is an error."""
+
+    def refuse(spec: ModelSpec, opts: BackendOptions) -> Backend:
+        raise BackendUnavailable(f"{name}: not a registered model")
+
+    return ModelSpec(name, "reference", "", name, refuse)
 
 
 class PluginError(ValueError):

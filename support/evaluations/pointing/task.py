@@ -27,7 +27,7 @@ from PIL import Image, ImageDraw, ImageFont
 from scipy import ndimage
 
 from support.backends.base import BackendError
-from support.backends.registry import model_spec
+from support.backends.registry import ModelSpec
 from support.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.pointing.classes import CLASS_NAMES, IGNORE, ORGAN_IDS, ORGAN_SLUGS
 from support.evaluations.pointing.dataset import CholecSeg8k, is_hub_id
@@ -92,12 +92,8 @@ SOURCE_MAX_TOKENS = 100  # the original's max_tokens for every model (eval/evalu
 SOURCE_TEMPERATURE = {"openai": 1.0, "anthropic": 0.1, "google": 0.1}
 
 
-def source_temperature(model: str) -> float:
-    """The temperature the original uses for `model` (a --model name)."""
-    try:
-        provider = model_spec(model).provider
-    except ValueError:  # not a registered name: a local or scripted model
-        return 0.0
+def source_temperature(provider: str) -> float:
+    """The temperature the original uses for a model of `provider` (0 for local models)."""
     return SOURCE_TEMPERATURE.get(provider, 0.0)
 
 
@@ -422,7 +418,7 @@ class PointingEvaluation(Evaluation):
         row = near_miss_negative(Y, organ, plan["positives"][0], used)
         return [] if row is None else [row]
 
-    def request(self, case: Case, model: str = "") -> Request:
+    def request(self, case: Case, model: ModelSpec | None = None) -> Request:
         row, organ, condition = case.params["row"], case.params["organ"], case.params["condition"]
         name = CLASS_NAMES[organ]
         image = self.frame(row)[0]
@@ -431,7 +427,7 @@ class PointingEvaluation(Evaluation):
             few, zero = source_few_shot_parts, source_zero_shot_parts
             system, temperature, max_tokens = (
                 system_prompt(*self.canvas),
-                source_temperature(model),
+                source_temperature(model.provider if model is not None else ""),
                 SOURCE_MAX_TOKENS,
             )
         else:
@@ -449,7 +445,7 @@ class PointingEvaluation(Evaluation):
     # ---- evaluation --------------------------------------------------------------------------
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         # image work off the loop thread
-        request = await asyncio.to_thread(self.request, case, client.name)
+        request = await asyncio.to_thread(self.request, case, client.model)
         if not self.settings.source:
             response = await client.generate(request)
             return self.score(case, response.text, parse_pointing(response.text, CANVAS))

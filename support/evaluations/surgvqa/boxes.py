@@ -77,17 +77,6 @@ class BoxAnswer:
     over_cap: int = 0  # usable boxes past MAX_BOXES_PER_TOOL of their tool, not kept
 
 
-def box_frame_for(model: str) -> BoxFrame:
-    """The box convention a model's name implies (case-insensitive): Gemini -> "gemini",
-    Qwen2-VL / Qwen3-VL -> "norm1000", anything else (Qwen2.5-VL included) -> "auto"."""
-    name = model.lower()
-    if "gemini" in name or name.startswith("google:"):
-        return "gemini"
-    if any(tag in name for tag in ("qwen2-vl", "qwen2_vl", "qwen3-vl", "qwen3_vl")):
-        return "norm1000"
-    return "auto"
-
-
 def parse_boxes(text: str, width: int, height: int, frame: BoxFrame = "auto") -> BoxAnswer:
     """The boxes of an answer for a `width` x `height` px frame (never raises)."""
     try:

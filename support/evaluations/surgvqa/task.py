@@ -39,7 +39,7 @@ from support.evaluations.surgvqa.bleu import (
     yes_no,
     yes_no_truth,
 )
-from support.evaluations.surgvqa.boxes import Box, box_frame_for, boxes_json, parse_boxes
+from support.evaluations.surgvqa.boxes import Box, boxes_json, parse_boxes
 from support.evaluations.surgvqa.coco import FrameTruth, detections, evaluate, ground_truth
 from support.evaluations.surgvqa.dataset import (
     SurgvuDataError,
@@ -278,7 +278,7 @@ class SurgvqaEvaluation(Evaluation):
         if case.params["category"] == "vqa":
             return self.score_vqa(case, response.text)
         frame = self.settings.box_frame
-        frame = box_frame_for(client.name) if frame == "model" else frame
+        frame = client.model.box_convention if frame == "model" else frame  # the model's trait
         return await asyncio.to_thread(self.score_boxes, case, response.text, frame)
 
     def score_vqa(self, case: Case, answer: str) -> Verdict:
