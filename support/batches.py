@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 MODES = ("wait", "submit", "collect")
 POLL_S = 30.0  # seconds between status reads of a batch in progress (--batch-poll)
 SETTLE_S = 0.25  # seconds the queue must stay blocked before a round is cut
+SUBMITS_AT_ONCE = 2  # batches of one round uploaded at the same time
 MAX_POLL_ERRORS = 5  # failed status reads in a row before the batch's waiters fail
 
 # which case a request belongs to: set while a case evaluates (ModelClient.admitted); the tasks a
@@ -352,42 +353,56 @@ class BatchQueue:
 
     # ---- submitting -----------------------------------------------------------------------
     async def _submit(self, round_: dict[str, tuple[Request, asyncio.Future[Response]]]) -> None:
+        """A round as one batch, or several past the provider's limits, SUBMITS_AT_ONCE at a time
+        (each one's input file is built in memory: up to its byte limit)."""
         items = [(key, request) for key, (request, _) in round_.items()]
-        for chunk in chunks(items, self.backend.batch_limits):
-            futures = {key: round_[key][1] for key, _ in chunk}
-            try:
-                batch_id = await self.backend.submit_batch(chunk)
-            except Exception as exc:  # the batch as a whole refused: its requests fail
-                message = redact(f"{self.backend.name}: batch not submitted: {exc}")
-                for fut in futures.values():
-                    if not fut.done():
-                        fut.set_exception(BackendError(message))
-                continue
-            record = BatchRecord(
-                provider=self.backend.provider,
-                model=self.backend.name,
-                identity=json.loads(canonical_json(dict(self.backend.identity))),
-                batch_id=batch_id,
-                keys=[key for key, _ in chunk],
-                submitted_at=time.time(),
-            )
-            try:
-                self.records.save(record)
-            except OSError as exc:  # the batch runs anyway; a rerun cannot find it
-                log.warning("batch %s: record not written (%s)", batch_id, exc)
-            self.submitted.append({"batch_id": batch_id, "requests": len(chunk)})
-            log.info("%s: batch %s: %d requests", self.backend.name, batch_id, len(chunk))
-            batch = _Batch(record, waiters=futures)
-            if self.mode != "wait":
-                reason = BatchPending(self._pending_reason(batch), billed=True)
-                for fut in futures.values():
-                    if not fut.done():
-                        fut.set_exception(reason)
-                continue
-            self._batches[batch_id] = batch
-            for key in record.keys:
-                self._in_batch[key] = batch_id
-            self._ensure_poller()
+        places = asyncio.Semaphore(SUBMITS_AT_ONCE)
+
+        async def submit(chunk: list[tuple[str, Request]]) -> None:
+            async with places:
+                await self._submit_one(chunk, round_)
+
+        await asyncio.gather(*(submit(c) for c in chunks(items, self.backend.batch_limits)))
+
+    async def _submit_one(
+        self,
+        chunk: list[tuple[str, Request]],
+        round_: dict[str, tuple[Request, asyncio.Future[Response]]],
+    ) -> None:
+        futures = {key: round_[key][1] for key, _ in chunk}
+        try:
+            batch_id = await self.backend.submit_batch(chunk)
+        except Exception as exc:  # the batch as a whole refused: its requests fail
+            message = redact(f"{self.backend.name}: batch not submitted: {exc}")
+            for fut in futures.values():
+                if not fut.done():
+                    fut.set_exception(BackendError(message))
+            return
+        record = BatchRecord(
+            provider=self.backend.provider,
+            model=self.backend.name,
+            identity=json.loads(canonical_json(dict(self.backend.identity))),
+            batch_id=batch_id,
+            keys=[key for key, _ in chunk],
+            submitted_at=time.time(),
+        )
+        try:
+            self.records.save(record)
+        except OSError as exc:  # the batch runs anyway; a rerun cannot find it
+            log.warning("batch %s: record not written (%s)", batch_id, exc)
+        self.submitted.append({"batch_id": batch_id, "requests": len(chunk)})
+        log.info("%s: batch %s: %d requests", self.backend.name, batch_id, len(chunk))
+        batch = _Batch(record, waiters=futures)
+        if self.mode != "wait":
+            reason = BatchPending(self._pending_reason(batch), billed=True)
+            for fut in futures.values():
+                if not fut.done():
+                    fut.set_exception(reason)
+            return
+        self._batches[batch_id] = batch
+        for key in record.keys:
+            self._in_batch[key] = batch_id
+        self._ensure_poller()
 
     # ---- waiting --------------------------------------------------------------------------
     def _ensure_poller(self) -> None:

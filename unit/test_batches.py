@@ -247,3 +247,13 @@ def test_a_cap_prices_batches_at_the_batch_price_and_never_waits(mode, tmp_path,
         assert ledger.recorded_usd == pytest.approx(2 * each)
     else:
         assert 0 < ledger.recorded_usd <= 2 * each and ledger.in_flight_usd == 0
+
+
+def test_a_round_past_the_limits_goes_as_several_batches(tmp_path, monkeypatch):
+    with server() as s:
+        client = make_client("openai", s, tmp_path, "wait", monkeypatch)
+        client.backend.batch_limits = BatchLimits(requests=2, bytes=2**30)
+        got = run_cases(client, 5)
+        assert sorted(len(b.items) for b in s.batch_store.batches.values()) == [1, 2, 2]
+        assert got == synchronous("openai", s, tmp_path, monkeypatch, 5)
+        assert len(client.batches.collected) == 3 and s.stats_json()["attempts"] == 5
