@@ -4,10 +4,11 @@
 
 A plain script, not a pytest module (its name does not match `test_*.py`; CI never runs it).
 Workload: `pytest evals/pointing --model openai:gpt-4o --samples N` (N samples x 12 organs x 3
-conditions: 1,080 cases at N = 30) through the OpenAI SDK against `python -m support.loopback` in
-its own process (one server a scenario, killed in a finally), every run on the same synthetic
-CholecSeg8k (built once, passed as --cholecseg8k), each with its own run id and results dir,
-`--bootstrap 0`, `--batch-poll 0.2`. The server answers every request with one valid pointing JSON.
+conditions: 1,080 cases at N = 30) through the OpenAI SDK against `python -m
+support.testing.loopback` in its own process (one server a scenario, killed in a finally), every run
+on the same synthetic CholecSeg8k (built once, passed as --cholecseg8k), each with its own run id
+and results dir, `--bootstrap 0`, `--batch-poll 0.2`. The server answers every request with one
+valid pointing JSON.
 
 Scenarios (server counts from GET <url>/_loopback/stats: `attempts` = synchronous requests,
 `batch_items` = batch items the server processed, which it does when a batch ends, i.e. at the
@@ -83,7 +84,15 @@ def loopback(*options: str) -> Iterator[str]:
     """A loopback server in its own process; yields its URL, killed on the way out."""
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "support.loopback", "--answer", ANSWER, "--api-key", KEY),
+            *(
+                sys.executable,
+                "-m",
+                "support.testing.loopback",
+                "--answer",
+                ANSWER,
+                "--api-key",
+                KEY,
+            ),
             *("--lifetime", "1200", *options),
         ],
         cwd=REPO,
@@ -115,7 +124,7 @@ def server_stats(url: str) -> dict[str, int]:
 def build_data(work: Path) -> Path:
     """The synthetic CholecSeg8k, built once (a raw tree), shared by every run."""
     sys.path.insert(0, str(REPO))
-    from support.synthetic.cholecseg8k import ensure_cholecseg8k
+    from support.evaluations.pointing.synthetic import ensure_cholecseg8k
 
     return ensure_cholecseg8k(work / "shared")
 
@@ -324,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
             f"command: `{command}` ({total_s:.0f} s in all).",
             f"Workload: `pytest evals/pointing --model {MODEL} --samples {args.samples}` "
             f"({args.samples * 36} cases) through the OpenAI SDK against "
-            "`python -m support.loopback` in its own process, `--batch-poll 0.2`, `--bootstrap 0`,"
+            "`python -m support.testing.loopback` in its own process, `--batch-poll 0.2`, "
+            "`--bootstrap 0`,"
             " synthetic CholecSeg8k. Server counts: `attempts` (synchronous requests) and "
             "`batch_items` (items the server processed, when a batch ends: at the status read "
             "that ends it) of GET /_loopback/stats, as deltas over each run; batches: those the "

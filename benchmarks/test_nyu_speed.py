@@ -4,7 +4,7 @@
 
 - The distance parser on inputs that backtrack catastrophically in a careless pattern (the
   BACKTRACKING inputs of unit/test_nyu_parser.py): all five in under 2 s together.
-- The synthetic NYU .mat file (support/synthetic/nyu_depth.py) built in under 5 s.
+- The synthetic NYU .mat file (support/evaluations/nyu_distance/synthetic.py) built in under 5 s.
 
 Each is the best of a few rounds (the machine is shared). Measured on the 2-core box with a unit
 suite running beside it: parse 3 ms best (101 ms worst), build 3.7 s best (5.0 s worst).
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.nyu.parser import parse_distance
-from support.synthetic.nyu_depth import ensure_nyu_mat
+from support.evaluations.nyu_distance.parser import parse_distance
+from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
 
 PARSE_TARGET_S = 2.0
 BUILD_TARGET_S = 5.0
