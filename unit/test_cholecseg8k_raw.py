@@ -258,7 +258,7 @@ def test_other_refusals(tree: Path, tmp_path: Path) -> None:
         CholecSeg8k.open(two)
     with pytest.raises(
         FileNotFoundError,
-        match=r"python -m support\.pointing\.download --repo minwoosun/CholecSeg8k",
+        match=r"python -m support\.evaluations\.pointing\.download --repo minwoosun/CholecSeg8k",
     ):
         CholecSeg8k.open("minwoosun/CholecSeg8k")
 
@@ -315,7 +315,9 @@ def test_bad_zip_leaves_nothing(tmp_path: Path) -> None:
 
 def test_download_cli_and_hub_id_lookup(fake_hub: list[dict], tmp_path: Path, capsys) -> None:
     cache = tmp_path / "cache"
-    with pytest.raises(FileNotFoundError, match=r"python -m support\.pointing\.download --repo "):
+    with pytest.raises(
+        FileNotFoundError, match=r"python -m support\.evaluations\.pointing\.download --repo "
+    ):
         dl.downloaded("minwoosun/CholecSeg8k", cache)
     assert dl.main(["--cache-dir", str(cache)]) == 0
     root = dl.downloaded("minwoosun/CholecSeg8k", cache)
