@@ -89,7 +89,8 @@ class ReportPlugin:
         found = (c.params.get("case") for c in cases if c is not None)
         names = {case.evaluation for case in found if isinstance(case, Case)}
         self.selected = len(session.items)
-        self._to_import = [*REPORT_MODULES, *(evaluations.spec(n).summary for n in sorted(names))]
+        summaries = (evaluations.spec(n).summary.partition(":")[0] for n in sorted(names))
+        self._to_import = [*REPORT_MODULES, *summaries]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -191,7 +192,7 @@ class ReportPlugin:
 
         run = self.run
         module = evaluations.spec(name).summary_module()
-        ctx = SummaryContext(run, run.evaluations.get(name))
+        ctx = SummaryContext(run, run.evaluations.get(name), name)
         summary = module.summarize(outs, ctx)
         self.summaries[name] = summary
         self.headlines[name] = module.headline(summary)

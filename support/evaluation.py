@@ -12,7 +12,8 @@ An evaluation is a plugin in three parts, none of which the core names:
 - a `Summary` (controller side, where reports are written, possibly in another process under
   xdist): a module with `summarize(outcomes, ctx)`, `headline(summary)` and
   `write_outputs(outcomes, summary, out_dir, ctx)`, where `ctx` (`SummaryContext`) carries the
-  run's settings and the evaluation's own.
+  run's settings and the evaluation's own; an evaluation whose outcomes are simply right or
+  wrong takes the stock one (support.reporting:BINARY, the default) and writes none.
 
 `support.evaluations` is the one registry (name -> spec). The library never imports pytest.
 """
@@ -75,6 +76,7 @@ class SummaryContext:
 
     run: RunSettings = field(default_factory=RunSettings)
     settings: Any = None
+    evaluation: str = ""  # its name
 
     @property
     def n_resamples(self) -> int:
@@ -189,7 +191,8 @@ def _no_settings(values: Mapping[str, Any], run: RunSettings) -> Mapping[str, An
 class EvaluationSpec:
     """What the core needs to know of an evaluation before loading it.
 
-    `evaluation` is "module:Class" of the worker side, `summary` the controller side's module;
+    `evaluation` is "module:Class" of the worker side, `summary` the controller side's module
+    (or "module:ATTR"; by default the stock support.reporting:BINARY);
     both are imported only when used. `configure(values, run)` turns the parsed option values
     (by dest) into the evaluation's settings object, raising OptionError on a bad value; it runs
     at configure time in every process, so it must be deterministic and cheap.
@@ -210,7 +213,7 @@ class EvaluationSpec:
     name: str
     title: str
     evaluation: str
-    summary: str
+    summary: str = "support.reporting:BINARY"  # the stock summary: accuracy per model
     options: Sequence[Option] = ()
     configure: Callable[[Mapping[str, Any], RunSettings], Any] = field(default=_no_settings)
     data_files: Callable[[Any, RunSettings], Sequence[Path]] | None = None
@@ -222,8 +225,11 @@ class EvaluationSpec:
         return getattr(importlib.import_module(module), attr)
 
     def summary_module(self) -> Summary:
-        """The controller side, imported on first use."""
-        return importlib.import_module(self.summary)  # type: ignore[return-value]
+        """The controller side, imported on first use: a module, or "module:ATTR" (an object
+        with the Summary functions, e.g. support.reporting:BINARY)."""
+        module, _, attr = self.summary.partition(":")
+        found = importlib.import_module(module)
+        return getattr(found, attr) if attr else found  # type: ignore[return-value]
 
 
 def linspace_subset(items: list[int], n: int | None) -> list[int]:

@@ -2,8 +2,9 @@
 
 The tests copy this module into a pytester folder and register it from a conftest.py
 (`support.evaluations.register("rounds", "rounds_evaluation:SPEC")`), which proves the seam: a
-new evaluation is a spec (options, settings), a worker side and a summary module, and no core
-file names it.
+new evaluation is a spec (options, settings) and a worker side, and no core file names it. Its
+outcomes are right or wrong, so it writes no summary: the stock one (support.reporting:BINARY)
+reports accuracy per model.
 
 Tasks are integers 0..N_TASKS-1; task t asks for (t * t) % 7. The `oracle` answers right; the
 `chance` model draws the truth or a wrong number. Two sequences (`a` over even tasks, `b` over odd
@@ -18,16 +19,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 
-from support.evaluation import Evaluation, EvaluationSpec, Option, OptionError
-from support.metrics import cluster_bootstrap, counts_by_cluster, safe_ratio
+from support.evaluation import CaseClient, Evaluation, EvaluationSpec, Option, OptionError
 from support.settings import RunSettings
-from support.types import Case, Outcome, Part, Request, Verdict
+from support.types import Case, Part, Request, Verdict
 
 N_TASKS = 40
 SEQUENCES = {"a": range(0, N_TASKS, 2), "b": range(1, N_TASKS, 2)}
@@ -50,7 +48,7 @@ SPEC = EvaluationSpec(
     name="rounds",
     title="rounds (a search for failures in rounds; a unit-test evaluation)",
     evaluation="rounds_evaluation:RoundsEvaluation",
-    summary="rounds_evaluation",
+    # no summary module: the stock one (support.reporting:BINARY), accuracy per model
     options=(
         Option("--rounds", type=int, default=3, metavar="R", help="rounds per sequence (3)"),
         Option("--rounds-batch", type=int, default=4, metavar="K", help="tasks per round (4)"),
@@ -112,7 +110,7 @@ class RoundsEvaluation(Evaluation):
     def locality(self, case: Case) -> str:
         return case.params["sequence"]  # a sequence runs in one process, in order
 
-    async def evaluate(self, case: Case, client: Any) -> list[Verdict]:
+    async def evaluate(self, case: Case, client: CaseClient) -> list[Verdict]:
         seq = case.params["sequence"]
         history = [(o.extra["task"], o.status != "correct") for o in client.history]
         tasks = next_tasks(list(SEQUENCES[seq]), history, self.settings.batch)
@@ -143,35 +141,3 @@ class RoundsEvaluation(Evaluation):
             target=str(truth(task)),
             answer_space=TwoAnswers(truth(task)),
         )
-
-
-# ---- the summary module (controller side) ------------------------------------------------------
-def summarize(outcomes: list[Outcome], n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    rows = []
-    for model in sorted({o.model for o in outcomes}):
-        scored = [o for o in outcomes if o.model == model and o.status != "error"]
-        counts = [[o.scores["correct"], 1] for o in scored]
-        _, by_task = counts_by_cluster([o.cluster for o in scored], counts)
-        e = cluster_bootstrap(
-            by_task, lambda s: {"accuracy": safe_ratio(s[..., 0], s[..., 1])}, n_resamples, seed
-        )["accuracy"]
-        rows.append(
-            {
-                "model": model,
-                "n": len(scored),
-                "accuracy": e.value,
-                "accuracy_lo": e.low,
-                "accuracy_hi": e.high,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def headline(summary: pd.DataFrame) -> pd.DataFrame:
-    return summary
-
-
-def write_outputs(
-    outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, run: RunSettings
-) -> list[Path]:
-    return []

@@ -73,6 +73,17 @@ def test_rounds_serial_and_xdist_agree_and_follow_the_history(suite, tmp_path):
     assert len({r["case_id"] for r in rows}) == len(rows)
     calls = pd.read_csv(tmp_path / "results" / "rounds" / "serial" / "calls.csv")
     assert set(calls["backend_calls"]) == {1}  # each outcome counts its own call
+    # no summary module: the stock one (support.reporting:BINARY), accuracy per model
+    summary = pd.read_csv(tmp_path / "results" / "rounds" / "serial" / "summary.csv")
+    summary = summary.set_index("model")
+    for model in ("oracle", "chance"):
+        mine = [r for r in rows if r["model"] == model]
+        right = sum(r["status"] == "correct" for r in mine) / len(mine)
+        assert summary.loc[model, "accuracy"] == pytest.approx(right)
+        assert summary.loc[model, "accuracy_lo"] <= right <= summary.loc[model, "accuracy_hi"]
+    assert summary.loc["oracle", "accuracy"] == 1.0 and summary.loc["chance", "accuracy"] < 1.0
+    report = (tmp_path / "results" / "rounds" / "serial" / "report.md").read_text()
+    assert report.startswith("# rounds: accuracy per model") and "oracle" in report
     for model in ("oracle", "chance"):
         for seq, pool in SEQUENCES.items():
             history: list[tuple[int, bool]] = []

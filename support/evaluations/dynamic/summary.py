@@ -51,6 +51,7 @@ from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category
 from support.evaluations.dynamic.spec import DynamicSettings, asset_folder
 from support.evaluations.dynamic.task import build_scene
 from support.files import atomic_write, atomic_write_text, file_name
+from support.reporting import save_figure
 from support.settings import RunSettings
 from support.tables import markdown_table, report_head
 from support.types import Outcome
@@ -330,10 +331,7 @@ def plot_cumulative_errors(outcomes: list[Outcome], path: Path) -> Path | None:
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel("errors found")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110))
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def data_label(run: RunSettings) -> str | None:

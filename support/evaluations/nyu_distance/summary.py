@@ -33,6 +33,7 @@ from support.comparisons.pairing import Comparisons
 from support.evaluation import SummaryContext
 from support.files import atomic_write
 from support.metrics import cluster_resample, safe_ratio, summarize_groups
+from support.reporting import interval_columns, save_figure
 from support.settings import RunSettings
 from support.tables import fmt
 from support.types import Outcome
@@ -126,17 +127,13 @@ def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
         if g.n:
             row |= {"median_abs_error_lo": lo, "median_abs_error_hi": hi}
         rows.append(row | {"median_abs_error": median})
-    columns = ["model", "n", "n_error", "n_answered"]
-    for m in METRICS:
-        columns += [m, f"{m}_lo", f"{m}_hi"]
+    columns = ["model", "n", "n_error", "n_answered", *interval_columns(METRICS)]
     return pd.DataFrame(rows, columns=columns)
 
 
 def headline(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per model: counts and the source's metrics (plus relative error and delta1)."""
-    cols = ["model", "n", "n_error"]
-    for m in HEADLINE:
-        cols += [m, f"{m}_lo", f"{m}_hi"]
+    cols = ["model", "n", "n_error", *interval_columns(HEADLINE)]
     return summary[cols].reset_index(drop=True)
 
 
@@ -304,10 +301,7 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110))
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path) -> list[Path]:
@@ -315,7 +309,6 @@ def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path)
     the controller from the outcomes' pairs (workers write no files)."""
     from support.evaluations.nyu_distance.spec import NyuSettings
     from support.evaluations.nyu_distance.task import marked_jpeg, marked_name, open_data, pair_of
-    from support.files import atomic_write
 
     if not outcomes:  # nothing to draw: the data is not opened
         return []

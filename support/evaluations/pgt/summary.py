@@ -38,6 +38,7 @@ from support.metrics import (
     safe_ratio,
     summarize_groups,
 )
+from support.reporting import interval_columns
 from support.settings import RunSettings
 from support.tables import markdown_table, report_head, with_intervals
 from support.types import Outcome
@@ -201,16 +202,14 @@ def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
                              _mode_rank(r["mode"]), r["n_responses"]))  # fmt: skip
     columns = [*COMBINATION, "n", "n_error", "correct", "TP", "TN", "FP", "FN"]
     columns += ["individual_correct", "individual_total"]
-    for m in METRICS:
-        columns += [m, f"{m}_lo", f"{m}_hi"]
+    columns += interval_columns(METRICS)
     return pd.DataFrame(rows, columns=columns)
 
 
 def headline(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per combination: accuracy, macro F1 and (n > 1) individual accuracy."""
     cols = [*COMBINATION, "n", "n_error"]
-    for m in ("accuracy", "macro_f1", "individual_accuracy"):
-        cols += [m, f"{m}_lo", f"{m}_hi"]
+    cols += interval_columns(("accuracy", "macro_f1", "individual_accuracy"))
     return summary[cols].reset_index(drop=True)
 
 

@@ -31,8 +31,9 @@ from support.comparisons.pairing import Comparisons, strip_model
 from support.evaluation import SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
-from support.files import atomic_write, atomic_write_text
+from support.files import atomic_write_text
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
+from support.reporting import interval_columns, save_figure
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -195,8 +196,7 @@ def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
                        organ_rank.get(r["organ"], len(organ_rank)), r["organ"])
     )  # fmt: skip
     columns = ["model", "condition", "organ", "n", "n_error"]
-    for m in (*metrics, *MACRO_METRICS) if source else metrics:
-        columns += [m, f"{m}_lo", f"{m}_hi"]
+    columns += interval_columns((*metrics, *MACRO_METRICS) if source else metrics)
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -213,10 +213,9 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
     """The overall rows: one per (model, condition); source runs add the original's metrics."""
     cols = ["model", "condition", "n", "n_error"]
     extra = (*SOURCE_METRICS, *MACRO_METRICS) if "gated_accuracy" in summary else ()
-    for m in ("accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate"):
-        cols += [m, f"{m}_lo", f"{m}_hi"]
-    for m in extra:
-        cols += [m, f"{m}_lo", f"{m}_hi"]
+    cols += interval_columns(
+        ("accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate", *extra)
+    )
     return summary[summary["organ"] == ALL][cols].reset_index(drop=True)
 
 
@@ -352,10 +351,7 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path | None:
     axes[-1, 0].set_xticks(x, names, rotation=35, ha="right")
     axes[0, 0].legend(fontsize=8, ncols=len(conditions))
     fig.tight_layout()
-    path = out_dir / "f1_by_organ.png"
-    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
-    plt.close(fig)
-    return path
+    return save_figure(fig, out_dir / "f1_by_organ.png", dpi=120)
 
 
 # ---- the original's files (`--compat source`) ----------------------------------------------------

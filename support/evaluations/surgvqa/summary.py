@@ -29,7 +29,6 @@ resampled videos (support.evaluations.surgvqa.coco.map_bootstrap).
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -49,8 +48,9 @@ from support.evaluations.surgvqa.coco import (
 )
 from support.evaluations.surgvqa.task import frame_truth, xywh_boxes
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
-from support.files import atomic_write_text
+from support.files import atomic_write_text, file_name
 from support.metrics import safe_ratio, summarize_groups
+from support.reporting import interval_columns
 from support.settings import RunSettings
 from support.tables import markdown_table, report_head, with_intervals
 from support.types import Outcome
@@ -200,9 +200,7 @@ def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
     tools = [o for o in outcomes if is_tools(o)]
     n_resamples, seed, source = ctx.n_resamples, ctx.seed, ctx.compat == "source"
     rows = vqa_rows(vqa, n_resamples, seed) + tool_rows(tools, n_resamples, seed, source)
-    columns = [*KEYS, "n", "n_error"]
-    for m in METRICS:
-        columns += [m, f"{m}_lo", f"{m}_hi"]
+    columns = [*KEYS, "n", "n_error", *interval_columns(METRICS)]
     columns.insert(columns.index("ap75_hi") + 1, "map_video_mean")
     df = pd.DataFrame(rows, columns=columns)
     order = {"all": 0, "yes_no": 1, "open": 2}
@@ -224,23 +222,20 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, Any] = {"model": model, **dict.fromkeys(COUNTS.values(), 0), "n_error": 0}
         for category, metrics in (("vqa", VQA_METRICS), ("tools", ("map", "ap50", "f1_50"))):
             hit = rows_of[(rows_of.category == category) & (rows_of.subset == "all")]
-            for m in metrics:
-                for suffix in ("", "_lo", "_hi"):
-                    row[m + suffix] = hit[m + suffix].iloc[0] if len(hit) else np.nan
+            for c in interval_columns(metrics):
+                row[c] = hit[c].iloc[0] if len(hit) else np.nan
             if len(hit):
                 row[COUNTS[category]] = int(hit["n"].iloc[0])
                 row["n_error"] += int(hit["n_error"].iloc[0])
         rows.append(row)
-    cols = ["model", *COUNTS.values(), "n_error"]
-    for m in HEADLINE:
-        cols += [m, f"{m}_lo", f"{m}_hi"]
+    cols = ["model", *COUNTS.values(), "n_error", *interval_columns(HEADLINE)]
     return pd.DataFrame(rows, columns=cols)
 
 
 # ---- files ----------------------------------------------------------------------------------
 def model_dir(out_dir: Path, model: str) -> Path:
     """by_model/<model>/ (characters other than letters, digits, `._-` become `_`)."""
-    return out_dir / "by_model" / re.sub(r"[^A-Za-z0-9._-]+", "_", model)
+    return out_dir / "by_model" / file_name(model)
 
 
 def write_json(path: Path, obj: Any) -> Path:

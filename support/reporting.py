@@ -1,0 +1,90 @@
+"""The reporting kit the summaries share: interval columns, figures saved atomically, and a stock
+summary for evaluations whose outcomes are right or wrong and need nothing else.
+
+- `interval_columns(metrics)`: `m, m_lo, m_hi` for each metric, the layout of summary.csv.
+- `save_figure(fig, path, dpi)`: a matplotlib figure written as PNG through
+  support.files.atomic_write (a reader never sees half a picture), then closed.
+- `BINARY`: a `Summary` (support.evaluation) of the share of correct answers per model, with a
+  cluster-bootstrap interval (clusters: `Outcome.cluster`); errors are counted apart (`n_error`)
+  and unparsable answers count as not correct. An evaluation's spec names it as its summary
+  (`summary="support.reporting:BINARY"`, the default) and writes no summary module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from support.files import atomic_write, atomic_write_text
+from support.types import Outcome
+
+if TYPE_CHECKING:  # imported where a table or figure is made
+    import pandas as pd
+
+    from support.evaluation import SummaryContext
+
+INTERVAL_SUFFIXES = ("", "_lo", "_hi")
+
+
+def interval_columns(metrics: Iterable[str]) -> list[str]:
+    """`[m, m_lo, m_hi, ...]`: each metric's value and its interval's bounds (summary.csv)."""
+    return [f"{m}{suffix}" for m in metrics for suffix in INTERVAL_SUFFIXES]
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
+    """`fig` (a matplotlib Figure) as a PNG at `path`, written atomically, then closed."""
+    import matplotlib.pyplot as plt
+
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=dpi))
+    finally:
+        plt.close(fig)
+    return path
+
+
+class BinarySummary:
+    """The stock summary: accuracy (correct / scored) per model, interval by cluster bootstrap."""
+
+    METRICS = ("accuracy",)
+    KEY_METRICS = ("accuracy",)  # the terminal's brief table (reports/terminal.py)
+
+    def summarize(self, outcomes: Sequence[Outcome], ctx: SummaryContext) -> pd.DataFrame:
+        """One row per model: n (scored), n_error, accuracy and its interval."""
+        import pandas as pd
+
+        from support.metrics import safe_ratio, summarize_groups
+
+        groups = summarize_groups(
+            outcomes,
+            lambda o: [(o.model,)],
+            lambda o: [int(o.status == "correct"), 1],
+            lambda s: {"accuracy": safe_ratio(s[..., 0], s[..., 1])},
+            ctx.n_resamples,
+            ctx.seed,
+        )
+        rows = [g.row(["model"], self.METRICS) for g in groups]
+        columns = ["model", "n", "n_error", *interval_columns(self.METRICS)]
+        return pd.DataFrame(rows, columns=columns)
+
+    def headline(self, summary: pd.DataFrame) -> pd.DataFrame:
+        return summary
+
+    def write_outputs(
+        self,
+        outcomes: Sequence[Outcome],
+        summary: pd.DataFrame,
+        out_dir: Path,
+        ctx: SummaryContext,
+    ) -> list[Path]:
+        """report.md: the table with its intervals."""
+        from support.tables import markdown_table, with_intervals
+
+        path = out_dir / "report.md"
+        table = markdown_table(with_intervals(summary, self.METRICS))
+        title = f"{ctx.evaluation or 'evaluation'}: accuracy per model"
+        atomic_write_text(path, f"# {title}\n\n{table}\n")
+        return [path]
+
+
+BINARY = BinarySummary()
