@@ -217,8 +217,9 @@ class OpenAIChatBackend(ApiBackend):
         if compatible:  # a server's model ids are its own: the server is part of the identity
             self.identity["provider"] = "openai-compatible"
             self.identity["base_url"] = public_url(self.base_url) if self.base_url else None
-            # a self-hosted server batches what it is sent: keep its batch full (README, "Past
-            # one machine": throughput against vLLM's CPU server stopped growing at 128)
+            # a self-hosted server batches what it is sent: keep its batch full
+            # (docs/local-models.md, "Past one machine": throughput against vLLM's CPU server
+            # stopped growing at 128)
             self.default_concurrency = COMPATIBLE_CONCURRENCY
 
     def _get_client(self) -> openai.AsyncOpenAI:

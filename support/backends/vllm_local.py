@@ -247,7 +247,8 @@ def make_vllm_backend(
     gpus, max_batch (the engine's max_num_seqs) and max_images, and `opts.cache_dir` (the weight
     hashes' memo)."""
     if importlib.util.find_spec("vllm") is None:
-        raise BackendUnavailable(f"{name}: needs vLLM: pip install 'vlmbench[vllm]' (README)")
+        install = "pip install 'vlmbench[vllm]' (docs/local-models.md)"
+        raise BackendUnavailable(f"{name}: needs vLLM: {install}")
     from support.backends.model_folder import checked_folder, revision_for
 
     checked_folder(name, model_id)

@@ -36,7 +36,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     if box_frame not in BOX_FRAMES:
         raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
     # `compat` changes only map_video_mean (support.evaluations.surgvqa.coco.official_inputs;
-    # README)
+    # evals/surgvqa/README.md)
     source = run.compat == "source"
     return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame, source=source)
 
