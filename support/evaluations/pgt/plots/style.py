@@ -20,6 +20,8 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
+from support.files import atomic_write
+
 log = logging.getLogger("support.evaluations.pgt.plots")
 
 # Colors (colorblind-friendly): one per known phrase, then a fallback palette for added ones
@@ -203,10 +205,10 @@ def skip(figure: str, reason: str) -> list[Path]:
 
 def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
     """`stem`.pdf (PUBLICATION_DPI) and `stem`.png (PREVIEW_DPI, for the HTML report) in out_dir,
-    both at the figure's exact size."""
+    both at the figure's exact size, each written atomically (support.files.atomic_write)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.pdf", out_dir / f"{stem}.png"]
-    fig.savefig(paths[0], dpi=PUBLICATION_DPI)
-    fig.savefig(paths[1], dpi=PREVIEW_DPI)
+    for path, dpi in zip(paths, (PUBLICATION_DPI, PREVIEW_DPI), strict=True):
+        fmt = path.suffix.lstrip(".")
+        atomic_write(path, lambda f, fmt=fmt, dpi=dpi: fig.savefig(f, format=fmt, dpi=dpi))
     return paths
