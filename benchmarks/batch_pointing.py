@@ -37,8 +37,6 @@ import time
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -79,39 +77,12 @@ class Run:
         return self.statuses.get("error", 0)
 
 
-@contextmanager
-def loopback(*options: str) -> Iterator[str]:
-    """A loopback server in its own process; yields its URL, killed on the way out."""
-    proc = subprocess.Popen(
-        [
-            *(
-                sys.executable,
-                "-m",
-                "support.testing.loopback",
-                "--answer",
-                ANSWER,
-                "--api-key",
-                KEY,
-            ),
-            *("--lifetime", "1200", *options),
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http://127.0.0.1:"):
-            raise RuntimeError(f"loopback server did not start: {url!r}")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def loopback(*options: str):
+    """A loopback server in its own process; yields its URL, stopped on the way out."""
+    sys.path.insert(0, str(REPO))
+    from support.testing.loopback import server_process
+
+    return server_process(ANSWER, KEY, *options, lifetime_s=1200)
 
 
 def server_stats(url: str) -> dict[str, int]:

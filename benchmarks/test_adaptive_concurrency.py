@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -39,18 +37,12 @@ N = int(os.environ.get("BENCH_N", "300"))
 RESULTS: dict[str, dict] = {}
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "support.testing.loopback", "--answer", "ok", "--api-key", KEY),
-            *("--latency", str(LATENCY_S), "--rate-limit", str(RATE), "--burst", str(BURST)),
-            *("--lifetime", "600"),
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    return proc, proc.stdout.readline().strip()
+def server():
+    """The rate-limited loopback server in its own process (a context manager: its URL)."""
+    from support.testing.loopback import server_process
+
+    options = ("--latency", str(LATENCY_S), "--rate-limit", str(RATE), "--burst", str(BURST))
+    return server_process("ok", KEY, *options, lifetime_s=600)
 
 
 def run(url: str, concurrency: int | str) -> dict:
@@ -76,14 +68,10 @@ def run(url: str, concurrency: int | str) -> dict:
 @pytest.mark.parametrize("concurrency", ["auto", 8, 32])
 def test_throughput_under_a_rate_limit(benchmark, concurrency, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    proc, url = start_server()
-    try:
+    with server() as url:
         client = benchmark.pedantic(lambda: run(url, concurrency), rounds=1, iterations=1)
         with urllib.request.urlopen(f"{url}/_loopback/stats", timeout=10) as resp:
             seen = json.loads(resp.read())
-    finally:
-        proc.terminate()
-        proc.wait(10)
     assert seen["answered"] + client["failed"] == N
     span = seen["last_response_at"] - seen["first_request_at"]  # seconds
     row = {

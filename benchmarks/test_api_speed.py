@@ -149,19 +149,11 @@ class Run:
 @contextmanager
 def loopback(latency_ms: int, record: Path | None = None) -> Iterator[str]:
     """A fresh loopback server process; yields its root URL."""
-    cmd = [
-        *(sys.executable, "-m", "support.testing.loopback", "--answer", ANSWER, "--api-key", KEY),
-        *("--latency", str(latency_ms / 1000), "--lifetime", str(TIMEOUT_S)),
-        *(("--record", str(record)) if record else ()),
-    ]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), f"loopback server did not start: {url!r}"
+    from support.testing.loopback import server_process
+
+    options = ["--latency", str(latency_ms / 1000), *(("--record", str(record)) if record else ())]
+    with server_process(ANSWER, KEY, *options, lifetime_s=TIMEOUT_S) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def server_stats(url: str) -> dict:

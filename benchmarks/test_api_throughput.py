@@ -35,28 +35,10 @@ ANSWER = '{"name":"X","present":0,"point_canvas":null}'
 
 @pytest.fixture(scope="module")
 def server_url():
-    proc = subprocess.Popen(
-        [
-            *(
-                sys.executable,
-                "-m",
-                "support.testing.loopback",
-                "--answer",
-                ANSWER,
-                "--api-key",
-                KEY,
-            ),
-            *("--latency", str(LATENCY_S), "--lifetime", "900"),
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        yield proc.stdout.readline().strip()
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    from support.testing.loopback import server_process
+
+    with server_process(ANSWER, KEY, "--latency", str(LATENCY_S), lifetime_s=900) as url:
+        yield url
 
 
 def _pytest(args: list[str]) -> float:

@@ -31,6 +31,7 @@ value is the n-th batch's, the last repeats).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -621,6 +622,35 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         server.stop()
     return 0
+
+
+@contextlib.contextmanager
+def server_process(
+    answer: str, api_key: str, *options: str, lifetime_s: float = 600.0
+) -> Iterator[str]:
+    """`python -m support.testing.loopback` in a process of its own (a benchmark's server, off
+    the client's cores' GIL): yields its URL once it listens; stopped on the way out (terminate,
+    then kill after 10 s). `options`: more of its command-line options."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "support.testing.loopback", "--answer", answer]
+    cmd += ["--api-key", api_key, "--lifetime", str(lifetime_s), *options]
+    root = Path(__file__).resolve().parents[2]  # the repository: `support` importable from it
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise RuntimeError(f"loopback server did not start: {url!r}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _counts(text: str) -> list[int]:
