@@ -1,4 +1,4 @@
-"""Data loading before collection (fixtures/evaluations.py): which evaluations a command names,
+"""Data loading before collection (fixtures/loading.py): which evaluations a command names,
 and the terminal line that says what is being loaded while a first run builds its samples."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.evaluations import marked_evaluation
+from fixtures.loading import marked_evaluation
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from fixtures.evaluations import _selected
+from fixtures.loading import _selected
 from fixtures.selection import NOT_QUICK, QUICK
 from support.evaluations.pgt.spec import configure
 from support.evaluations.pgt.synthetic import ensure_pgt_sample
