@@ -17,7 +17,7 @@ import pytest
 from api_runs import api_env, run_evaluation
 
 from support.backends.prices import cost_usd
-from support.spending import Ledger, Spending, SpendingCapReached, parse_max_cost
+from support.spending import Ledger, MaxCost, Spending, SpendingCapReached, parse_max_cost
 from support.testing.loopback import LoopbackServer, ScriptRequest
 from support.types import Part, Request, Usage
 
@@ -208,3 +208,33 @@ def test_a_bad_max_cost_is_a_usage_error_naming_the_option(tmp_path):
     assert unpriced.returncode == 0, unpriced.stdout[-2000:] + unpriced.stderr[-2000:]
     out = unpriced.stdout + unpriced.stderr
     assert out.count("openai:loop-model has no price") == 1 and KEY not in out
+
+
+class _Config:
+    """What fixtures.models.spending reads of a pytest config: stash, options, workerinput."""
+
+    def __init__(self, caps: MaxCost, workers: int | None) -> None:
+        from fixtures.options import MAX_COST_KEY
+
+        self.stash = {MAX_COST_KEY: caps}
+        if workers is not None:
+            self.workerinput = {"workercount": workers}
+
+    def getoption(self, name: str) -> object:
+        return {"dry_run": False}[name]
+
+
+@pytest.mark.parametrize("workers", [None, 1, 4])
+def test_each_xdist_worker_holds_an_equal_share_of_the_caps(workers):
+    from fixtures.models import spending
+
+    caps = MaxCost(run=2.0, models={"gpt-4o": 1.0})
+    config = _Config(caps, workers)
+    found = spending(config, "gpt-4o")
+    share = 1 / (workers or 1)
+    assert [ledger.cap_usd for ledger in found.ledgers] == pytest.approx([1.0 * share, 2.0 * share])
+    if workers and workers > 1:
+        assert all(f"1/{workers} share" in ledger.label for ledger in found.ledgers)
+    other = spending(config, "gpt-4o-mini")  # the run's cap is one ledger for every model
+    assert other.ledgers == [found.ledgers[1]]
+    assert spending(config, "oracle") is None  # no price: not capped
