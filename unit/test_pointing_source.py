@@ -33,9 +33,11 @@ from support.evaluations.pointing.prompts import (
     Example,
     source_answer,
     source_few_shot_parts,
+    source_temperature,
     source_user_prompt,
     system_prompt,
 )
+from support.evaluations.pointing.rules import PROFILES, SOURCE
 from support.evaluations.pointing.selection import (
     near_miss_negative,
     select_balanced_source,
@@ -44,7 +46,7 @@ from support.evaluations.pointing.selection import (
 )
 from support.evaluations.pointing.spec import PointingSettings, configure
 from support.evaluations.pointing.summary import source_metrics, source_records, summarize
-from support.evaluations.pointing.task import PointingEvaluation, source_temperature
+from support.evaluations.pointing.task import PointingEvaluation
 from support.settings import RunSettings
 from support.types import Outcome, Part
 
@@ -324,7 +326,7 @@ def test_prepared_option_must_be_a_folder(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match="--pointing-prepared"):
         configure({"pointing_prepared": str(tmp_path / "missing")}, RunSettings())
     s = configure({"pointing_prepared": str(tmp_path)}, RunSettings(compat="source"))
-    assert s.prepared == tmp_path.resolve() and s.source
+    assert s.prepared == tmp_path.resolve() and s.rules is SOURCE
 
 
 # ---- the evaluation on data ----------------------------------------------------------------------
@@ -386,7 +388,7 @@ def data_info(ds: CholecSeg8k, presence50: np.ndarray, tmp_path_factory) -> Path
 
 def _load(data: Path, folder: Path | None, compat: str, tmp_path: Path) -> PointingEvaluation:
     run = RunSettings(cache_dir=tmp_path / "cache", compat=compat)  # type: ignore[arg-type]
-    return PointingEvaluation.load(run, PointingSettings(str(data), folder, compat))  # type: ignore[arg-type]
+    return PointingEvaluation.load(run, PointingSettings(str(data), folder, PROFILES[compat]))  # type: ignore[index]
 
 
 def _case(ev: PointingEvaluation, row: int, organ: int, condition: str):

@@ -14,6 +14,21 @@ from support.types import Part
 
 # the three prompt conditions, in the source's order
 CONDITIONS: tuple[str, ...] = ("zero_shot", "fewshot_standard", "fewshot_hard_negatives")
+MAX_TOKENS = 256
+SOURCE_MAX_TOKENS = 100  # the original's max_tokens for every model (eval/evaluator.py:93-159)
+# the original's temperature by provider: OpenAI's API default (it sends none), 0.1 for Claude
+# and Gemini (their adapters' defaults), 0 for the local models; 0 for any other provider here
+SOURCE_TEMPERATURE = {"openai": 1.0, "anthropic": 0.1, "google": 0.1}
+
+
+def temperature(provider: str) -> float:
+    """The write-up's temperature, for a model of any provider: 0."""
+    return 0.0
+
+
+def source_temperature(provider: str) -> float:
+    """The temperature the original uses for a model of `provider` (0 for local models)."""
+    return SOURCE_TEMPERATURE.get(provider, 0.0)
 
 
 def system_prompt(width: int, height: int) -> str:

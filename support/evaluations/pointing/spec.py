@@ -10,27 +10,25 @@ from typing import Any
 
 from support.data_paths import SYNTHETIC_FIX, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
-from support.settings import Compat, RunSettings
+from support.evaluations.pointing.rules import PROFILES, WRITEUP, PointingRules
+from support.settings import RunSettings
 
 
 @dataclass(frozen=True)
 class PointingSettings:
     """What the pointing evaluation reads of the command line.
 
-    compat "writeup": the 768x768 letterbox, the write-up's prompts and parser, our own balanced
-    selection and plans. "source": what the original's main script computes (native frame as the
-    canvas, its one-line prompt and few-shot text, its parser, its selection rules and plans, a
-    failed call scored as absent, max_tokens 100, per-provider temperatures, macro metrics).
+    rules, chosen by --compat in configure (rules.py): WRITEUP, the 768x768 letterbox, the
+    write-up's prompts and parser, our own balanced selection and plans; SOURCE, what the
+    original's main script computes (native frame as the canvas, its one-line prompt and few-shot
+    text, its parser, its selection rules and plans, a failed call scored as absent, max_tokens
+    100, per-provider temperatures; the summary adds macro metrics).
     """
 
     # the raw tree, a save_to_disk folder, parquet file(s) or a downloaded hub id; None: synthetic
     cholecseg8k: str | None = None
     prepared: Path | None = None  # --pointing-prepared: a data_info folder used as it is
-    compat: Compat = "writeup"
-
-    @property
-    def source(self) -> bool:
-        return self.compat == "source"
+    rules: PointingRules = WRITEUP
 
 
 CHOLECSEG8K_FIX = (
@@ -91,7 +89,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PointingSettings:
             "option out to prepare the data here"
         )
         prepared = existing_folder("--pointing-prepared", prepared, fix).resolve()
-    return PointingSettings(cholecseg8k=source, prepared=prepared, compat=run.compat)
+    return PointingSettings(cholecseg8k=source, prepared=prepared, rules=PROFILES[run.compat])
 
 
 def data_files(settings: PointingSettings, run: RunSettings) -> list[Path]:

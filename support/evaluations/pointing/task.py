@@ -39,30 +39,18 @@ from support.evaluations.pointing.letterbox import (
     letterbox,
     mask_outline,
 )
-from support.evaluations.pointing.parser import (
-    PointingAnswer,
-    format_pointing,
-    parse_pointing,
-    parse_pointing_source,
-)
+from support.evaluations.pointing.parser import PointingAnswer, format_pointing
 from support.evaluations.pointing.prepare import (
     Prepared,
     build_presence_matrix,
     file_names,
     load_prepared,
-    prepare,
-    prepare_source,
 )
 from support.evaluations.pointing.prompts import (
     CONDITIONS,
-    SYSTEM_PROMPT,
     Example,
-    few_shot_parts,
     source_answer,
-    source_few_shot_parts,
-    source_zero_shot_parts,
     system_prompt,
-    zero_shot_parts,
 )
 from support.evaluations.pointing.selection import near_miss_negative
 from support.evaluations.pointing.spec import PointingSettings
@@ -85,16 +73,6 @@ OUTLINE_GROW_PX = 2  # its organ outline: 1 canvas px grown by this on each side
 CAPTION_FONT_PX = 22  # its caption, on the canvas (px; ~18 px once scaled to PICTURE_PX)
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
 N_TEST = 100  # balanced test samples, as the source
-MAX_TOKENS = 256
-SOURCE_MAX_TOKENS = 100  # the original's max_tokens for every model (eval/evaluator.py:93-159)
-# the original's temperature by provider: OpenAI's API default (it sends none), 0.1 for Claude
-# and Gemini (their adapters' defaults), 0 for the local models; 0 for any other provider here
-SOURCE_TEMPERATURE = {"openai": 1.0, "anthropic": 0.1, "google": 0.1}
-
-
-def source_temperature(provider: str) -> float:
-    """The temperature the original uses for a model of `provider` (0 for local models)."""
-    return SOURCE_TEMPERATURE.get(provider, 0.0)
 
 
 def source_canvas_mask(mask: np.ndarray, canvas: tuple[int, int]) -> np.ndarray:
@@ -244,10 +222,8 @@ class PointingEvaluation(Evaluation):
         folder = prepared_dir(run.cache_dir, ds.fingerprint[:16])
         if settings.prepared is not None:  # a folder used as it is (e.g. the original's)
             prepared = load_prepared(settings.prepared, N_TEST, ds.split, need_presence=False)
-        elif settings.source:  # the original's files, made by its rules
-            prepared = prepare_source(ds, folder / "source", N_TEST)
-        else:
-            prepared = prepare(ds, folder, N_TEST)
+        else:  # ours, or the original's files made by its rules (in source/)
+            prepared = settings.rules.prepare(ds, folder, N_TEST)
         check_rows(prepared, len(ds), ds.source, ds.split)
         if settings.prepared is not None:
             check_row_order(prepared, ds)
@@ -258,9 +234,9 @@ class PointingEvaluation(Evaluation):
         ev._ds = ds
         if run.use_cache:  # --no-cache: every canvas and target made again, nothing kept
             ev._canvases = FileMemo(canvas_folder(run.cache_dir, ds.fingerprint))
-            if not settings.source:  # the writeup canvas's targets (source: the frame's)
+            if settings.rules.letterbox:  # the letterbox canvas's targets (not the frame's)
                 ev._stored_targets = FileMemo(targets_folder(run.cache_dir, ds.fingerprint))
-        if settings.source:  # the original's canvas: the size of the first frame
+        if not settings.rules.letterbox:  # the original's canvas: the size of the first frame
             ev.canvas = ds.image(0).size
         return ev
 
@@ -284,9 +260,8 @@ class PointingEvaluation(Evaluation):
                         "video": self.video_ids[row],
                         "frame": frames[row],
                         "present": int(self.truth(row)[j]),
+                        **self.settings.rules.case_params,
                     }
-                    if self.settings.source:
-                        params["compat"] = "source"  # the summary adds the original's metrics
                     case_id = f"s{row:04d}-{ORGAN_SLUGS[oid]}-{condition}"
                     group = {"condition": condition, "organ": CLASS_NAMES[oid]}
                     video = self.video_ids[row]  # frames of a video are resampled together
@@ -322,7 +297,7 @@ class PointingEvaluation(Evaluation):
 
     def _load_frame(self, row: int) -> tuple[Part, Letterbox | None]:
         # lossless PNG at zlib level 1: 4x faster to encode than level 6 for ~17% more bytes
-        if self.settings.source:  # the native frame, as the original sends it (lossless too)
+        if not self.settings.rules.letterbox:  # the native frame, as the original sends it
             return Part.of_image(self.ds.image(row), compress_level=1), None
         box = Letterbox(*self.ds.frame_size(row), *CANVAS)
         if self._canvases is None:
@@ -375,22 +350,28 @@ class PointingEvaluation(Evaluation):
     def examples(self, condition: str, organ: int) -> list[Example]:
         """Few-shot examples of the condition's plan: positive, easy negative, [near miss].
 
-        Under source, the original's (eval/evaluator.py prepare_few_shot_examples): every positive
-        that shows the organ, answered with the canvas-centre placeholder point, every easy
-        negative and every `negatives_hard` entry, answered absent; `near_miss` is never read.
+        The profile's rule picks them: writeup_examples or source_examples.
         """
         if condition == "zero_shot":
             return []
         plan = self.prepared.plans[PLAN_OF[condition]][str(organ)]
-        if self.settings.source:
-            return self._source_examples(plan, organ)
+        return self.settings.rules.examples(self, plan, organ, condition)
+
+    def writeup_examples(
+        self, plan: dict[str, list[int]], organ: int, condition: str
+    ) -> list[Example]:
+        """The write-up's: the first positive and easy negative with their true answers, and the
+        first hard negative (or, with hard negatives asked for and none planned, a near miss)."""
         hard = plan["negatives_hard"][:1]
         if not hard and plan["near_miss"] and condition == "fewshot_hard_negatives":
             hard = self._near_miss_negative(plan, organ)
         rows = [*plan["positives"][:1], *plan["negatives_easy"][:1], *hard]
         return [Example(self.frame(r)[0], self.answer(r, organ)) for r in rows]
 
-    def _source_examples(self, plan: dict[str, list[int]], organ: int) -> list[Example]:
+    def source_examples(self, plan: dict[str, list[int]], organ: int) -> list[Example]:
+        """The original's (eval/evaluator.py prepare_few_shot_examples): every positive that shows
+        the organ, answered with the canvas-centre placeholder point, every easy negative and
+        every `negatives_hard` entry, answered absent; `near_miss` is never read."""
         name, j = CLASS_NAMES[organ], ORGAN_IDS.index(organ)
         centre = [self.canvas[0] // 2, self.canvas[1] // 2]  # the placeholder (evaluator.py:238)
         out = [
@@ -423,21 +404,14 @@ class PointingEvaluation(Evaluation):
         name = CLASS_NAMES[organ]
         image = self.frame(row)[0]
         examples = self.examples(condition, organ)
-        if self.settings.source:
-            few, zero = source_few_shot_parts, source_zero_shot_parts
-            system, temperature, max_tokens = (
-                system_prompt(*self.canvas),
-                source_temperature(model.provider if model is not None else ""),
-                SOURCE_MAX_TOKENS,
-            )
-        else:
-            few, zero = few_shot_parts, zero_shot_parts
-            system, temperature, max_tokens = SYSTEM_PROMPT, 0.0, MAX_TOKENS
+        rules = self.settings.rules
         return Request(
-            parts=few(name, examples, image) if examples else zero(name, image),
-            system=system,
-            temperature=temperature,
-            max_tokens=max_tokens,
+            parts=rules.few_shot(name, examples, image)
+            if examples
+            else rules.zero_shot(name, image),
+            system=system_prompt(*self.canvas),  # the writeup's canvas: SYSTEM_PROMPT
+            temperature=rules.temperature(model.provider if model is not None else ""),
+            max_tokens=rules.max_tokens,
             target=self.answer(row, organ),
             answer_space=PointingAnswerSpace(name, self.canvas),
         )
@@ -446,15 +420,15 @@ class PointingEvaluation(Evaluation):
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         # image work off the loop thread
         request = await asyncio.to_thread(self.request, case, client.model)
-        if not self.settings.source:
-            response = await client.generate(request)
-            return self.score(case, response.text, parse_pointing(response.text, CANVAS))
+        rules = self.settings.rules
         try:
             response = await client.generate(request)
-        except BackendError as exc:  # the original's adapters return "" after their retries
-            answer = parse_pointing_source("", self.canvas)
+        except BackendError as exc:  # source: the original's adapters return "" after retries
+            if not rules.failed_call_absent:
+                raise
+            answer = rules.parse("", self.canvas)
             return self.score(case, "", answer, extra={"backend_error": str(exc)})
-        return self.score(case, response.text, parse_pointing_source(response.text, self.canvas))
+        return self.score(case, response.text, rules.parse(response.text, self.canvas))
 
     def score(
         self, case: Case, raw: str, answer: PointingAnswer, extra: dict | None = None
