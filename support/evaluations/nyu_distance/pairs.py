@@ -11,17 +11,19 @@ the same pairs. Only the depths at the grid are needed
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from support.evaluation import linspace_subset
 from support.evaluations.nyu_distance.camera import (
     NYU_KINECT,
     Intrinsics,
     back_project,
     distance_3d,
 )
+from support.evaluations.nyu_distance.mat import HEIGHT, WIDTH
 
 GRID_STEP = 40  # px between grid candidates, both axes
 GRID_MARGIN = 40  # px kept clear of the image border (NYU frames have a blank rim; crosses fit)
@@ -165,3 +167,29 @@ def sample_pairs_source(
             continue
         pairs.append(PointPair(pa, pb, float(da), float(db)))
     return pairs
+
+
+DepthAt = Callable[[int, Sequence[int], Sequence[int]], np.ndarray]  # (image, us, vs) -> metres
+Sampled = tuple[dict[int, np.ndarray], dict[int, list[PointPair]]]  # image -> grid depths, pairs
+
+
+def sample_images(
+    depth_at: DepthAt, n_images: int, k: int, samples: int | None, seed: int, source_images: int
+) -> Sampled:
+    """The write-up's: `samples` images spread evenly over the n (all when None), k pairs each by
+    `sample_pairs` at `grid()`, seeded by `seed` and the image (`source_images` is not read)."""
+    us, vs = grid()
+    images = linspace_subset(list(range(n_images)), samples)
+    grids = {i: depth_at(i, us, vs) for i in images}
+    return grids, {i: sample_pairs(grids[i], us, vs, k, pair_rng(seed, i)) for i in images}
+
+
+def sample_images_source(
+    depth_at: DepthAt, n_images: int, k: int, samples: int | None, seed: int, source_images: int
+) -> Sampled:
+    """The original's: the first `source_images` images (its --num_images), k pairs each by
+    `sample_pairs_source` at its cell centres (`samples` and `seed` are not read)."""
+    us, vs = source_cell_centres(WIDTH, HEIGHT)
+    images = list(range(min(source_images, n_images)))
+    grids = {i: depth_at(i, us, vs) for i in images}
+    return grids, {i: sample_pairs_source(grids[i], us, vs, k) for i in images}

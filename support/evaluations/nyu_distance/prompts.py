@@ -22,6 +22,11 @@ SOURCE_MAX_TOKENS = 10
 SOURCE_TEMPERATURE = 1.0  # the original sets none: OpenAI's and Anthropic's default is 1.0
 
 
+def prompt(point1: tuple[int, int], point2: tuple[int, int]) -> str:
+    """The write-up's prompt: PROMPT, the same for every pair (the crosses mark the points)."""
+    return PROMPT
+
+
 def source_prompt(point1: tuple[int, int], point2: tuple[int, int]) -> str:
     """The original's prompt for A at `point1` and B at `point2`, (u, v) = (column, row) px."""
     (u1, v1), (u2, v2) = point1, point2

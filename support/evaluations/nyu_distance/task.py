@@ -29,42 +29,19 @@ from PIL import Image, ImageDraw, ImageFont
 
 from support.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.nyu_distance.folder import NyuFolder, NyuFolderError
-from support.evaluations.nyu_distance.mat import HEIGHT, WIDTH, NyuMat, NyuMatError
-from support.evaluations.nyu_distance.pairs import (
-    MIN_DEPTH_DIFF,
-    MIN_SEPARATION,
-    PointPair,
-    grid,
-    pair_rng,
-    sample_pairs,
-    sample_pairs_source,
-    source_cell_centres,
-)
-from support.evaluations.nyu_distance.parser import (
-    DistanceAnswer,
-    format_distance,
-    parse_answer,
-    parse_first_number,
-)
-from support.evaluations.nyu_distance.prompts import (
-    MAX_TOKENS,
-    PROMPT,
-    SOURCE_MAX_TOKENS,
-    SOURCE_TEMPERATURE,
-    TEMPERATURE,
-    source_prompt,
-)
+from support.evaluations.nyu_distance.mat import NyuMat, NyuMatError
+from support.evaluations.nyu_distance.pairs import MIN_DEPTH_DIFF, MIN_SEPARATION, PointPair
+from support.evaluations.nyu_distance.parser import DistanceAnswer, format_distance
+from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
 from support.evaluations.nyu_distance.spec import NyuSettings
 from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
 from support.memo import OnceCache
-from support.settings import RunSettings
+from support.settings import Compat, RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
 DELTA_THRESHOLD = 1.25  # `correct` when max(pred/gt, gt/pred) < this
 SHOWN_IMAGES = 10  # image numbers named in a message, at most
 RED, BLUE = (255, 0, 0), (0, 0, 255)
-JPEG_QUALITY = 95
-SOURCE_JPEG_QUALITY = 75  # the original saves its marked images with PIL's default quality
 
 
 @dataclass(frozen=True)
@@ -105,20 +82,20 @@ def draw_cross_source(draw: ImageDraw.ImageDraw, point, colour, label: str, arm:
     draw.text((u + 15, v - 15), label, fill=colour)
 
 
-def mark_pair(rgb: np.ndarray, pair: PointPair, compat: str = "writeup") -> Image.Image:
-    """The (480, 640, 3) RGB image with a red cross at A (point1) and a blue one at B (point2)."""
+def mark_pair(rgb: np.ndarray, pair: PointPair, rules: NyuRules = WRITEUP) -> Image.Image:
+    """The (480, 640, 3) RGB image with a red cross at A (point1) and a blue one at B (point2),
+    drawn by the profile's rule."""
     image = Image.fromarray(rgb).convert("RGB")
     draw = ImageDraw.Draw(image)
-    cross = draw_cross_source if compat == "source" else draw_cross
-    cross(draw, pair.point1, RED, "A")
-    cross(draw, pair.point2, BLUE, "B")
+    rules.cross(draw, pair.point1, RED, "A")
+    rules.cross(draw, pair.point2, BLUE, "B")
     return image
 
 
-def marked_jpeg(rgb: np.ndarray, pair: PointPair, compat: str = "writeup") -> bytes:
-    """What the model sees: the marked image as JPEG bytes."""
-    quality = SOURCE_JPEG_QUALITY if compat == "source" else JPEG_QUALITY
-    return encode_image(mark_pair(rgb, pair, compat), "JPEG", quality=quality)
+def marked_jpeg(rgb: np.ndarray, pair: PointPair, compat: Compat = "writeup") -> bytes:
+    """What the model sees under the `compat` profile: the marked image as JPEG bytes."""
+    rules = PROFILES[compat]
+    return encode_image(mark_pair(rgb, pair, rules), "JPEG", quality=rules.jpeg_quality)
 
 
 def open_data(settings: NyuSettings, cache_dir) -> NyuMat | NyuFolder:
@@ -189,10 +166,10 @@ class NyuDistanceEvaluation(Evaluation):
     quick_samples: ClassVar[int] = 2  # images in the quick subset (x pairs per image cases)
 
     def __init__(
-        self, mat: NyuMat | NyuFolder, pairs: dict[int, list[PointPair]], compat: str = "writeup"
+        self, mat: NyuMat | NyuFolder, pairs: dict[int, list[PointPair]], rules: NyuRules = WRITEUP
     ) -> None:
         self.mat = mat
-        self.compat = compat
+        self.rules = rules
         self.pairs = pairs  # image index -> its sampled pairs, in image order
         self.images = list(pairs)
         self.quick_images = set(linspace_subset(self.images, self.quick_samples))
@@ -203,20 +180,13 @@ class NyuDistanceEvaluation(Evaluation):
     @classmethod
     def load(cls, run: RunSettings, settings: NyuSettings) -> NyuDistanceEvaluation:
         mat = open_data(settings, run.cache_dir)
-        k = settings.pairs_per_image
-        if settings.compat == "source":  # the first N images, the original's sampler
-            us, vs = source_cell_centres(WIDTH, HEIGHT)
-            images = list(range(min(settings.source_images, len(mat))))
-            grids = {i: mat.depth_at(i, us, vs) for i in images}
-            pairs = {i: sample_pairs_source(grids[i], us, vs, k) for i in images}
-        else:
-            us, vs = grid()
-            images = linspace_subset(list(range(len(mat))), run.samples)
-            grids = {i: mat.depth_at(i, us, vs) for i in images}
-            pairs = {i: sample_pairs(grids[i], us, vs, k, pair_rng(run.seed, i)) for i in images}
+        k, rules = settings.pairs_per_image, settings.rules
+        grids, pairs = rules.sample(
+            mat.depth_at, len(mat), k, run.samples, run.seed, settings.source_images
+        )
         if k > 0:
             check_pairs(mat, grids, pairs)
-        return cls(mat, pairs, settings.compat)
+        return cls(mat, pairs, rules)
 
     def cases(self) -> list[Case]:
         out = []
@@ -248,18 +218,17 @@ class NyuDistanceEvaluation(Evaluation):
         return self._marked.get(
             key,
             lambda k: marked_jpeg(
-                self._rgb.get(k[0], self.mat.image), pair_of(case.params), self.compat
+                self._rgb.get(k[0], self.mat.image), pair_of(case.params), self.rules.compat
             ),
         )
 
     def request(self, case: Case) -> Request:
-        source = self.compat == "source"
-        p = case.params
-        text = source_prompt(tuple(p["point1"]), tuple(p["point2"])) if source else PROMPT
+        p, rules = case.params, self.rules
+        text = rules.prompt(tuple(p["point1"]), tuple(p["point2"]))
         return Request(
             parts=(Part.of_image(self.marked(case)), Part.of_text(text)),
-            temperature=SOURCE_TEMPERATURE if source else TEMPERATURE,
-            max_tokens=SOURCE_MAX_TOKENS if source else MAX_TOKENS,
+            temperature=rules.temperature,
+            max_tokens=rules.max_tokens,
             target=format_distance(case.params["gt_distance"]),
             answer_space=DistanceAnswerSpace(),
         )
@@ -268,8 +237,7 @@ class NyuDistanceEvaluation(Evaluation):
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
         response = await client.generate(request)
-        parse = parse_first_number if self.compat == "source" else parse_answer
-        return self.score(case, parse(response.text))
+        return self.score(case, self.rules.parse(response.text))
 
     def score(self, case: Case, answer: DistanceAnswer) -> Verdict:
         gt = float(case.params["gt_distance"])
