@@ -13,6 +13,7 @@ from support.evaluations.dynamic.prompts import (
     parse_choice,
     parse_choice_source,
     prompt_text,
+    source_prompt_text,
 )
 from support.evaluations.dynamic.render import CAMERA_TEXT
 
@@ -27,7 +28,7 @@ def test_source_prompt_is_the_originals_text() -> None:
         "Which is red?\n\n(A) chair\n(B) table\n(C) to the left of\n(D) left\n\n"
         "Please answer with the letter of the correct option."
     )
-    assert prompt_text("Which is red?", OPTIONS, "source") == expected
+    assert source_prompt_text("Which is red?", OPTIONS) == expected
     assert prompt_text("Which is red?", OPTIONS) == f"{CAMERA_TEXT}\n\n{expected}"
 
 

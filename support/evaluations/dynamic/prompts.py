@@ -41,10 +41,14 @@ def option_lines(options: Sequence[str]) -> list[str]:
     ]
 
 
-def prompt_text(question: str, options: Sequence[str], compat: str = "writeup") -> str:
-    """The text after the image: (camera,) question, lettered options, instruction."""
-    body = f"{question}\n\n" + "\n".join(option_lines(options)) + f"\n\n{INSTRUCTION}"
-    return body if compat == "source" else f"{CAMERA_TEXT}\n\n{body}"
+def source_prompt_text(question: str, options: Sequence[str]) -> str:
+    """The original's text after the image: question, lettered options, instruction."""
+    return f"{question}\n\n" + "\n".join(option_lines(options)) + f"\n\n{INSTRUCTION}"
+
+
+def prompt_text(question: str, options: Sequence[str]) -> str:
+    """The write-up's text after the image: the camera, then the original's text."""
+    return f"{CAMERA_TEXT}\n\n{source_prompt_text(question, options)}"
 
 
 def _exact(answer: str, options: Sequence[str]) -> int | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from support.data_paths import existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
+from support.evaluations.dynamic.rules import PROFILES, WRITEUP, DynamicRules
 from support.settings import RunSettings
 
 # The and AnyPoint's defaults (dynamic_evaluation/config.py: lambda 0.2, seed 42)
@@ -34,7 +35,7 @@ class DynamicSettings:
     data: str | None = None  # folder with metadata.jsonl, {object_id}.npy, optional layouts.json
     embedder: str = EMBEDDER
     categories: tuple[str, ...] | None = None  # None: every category
-    compat: str = "writeup"
+    rules: DynamicRules = WRITEUP  # by --compat (rules.py): the search's rules, prompt, parser
 
 
 def format_lambda(lam: float) -> str:
@@ -102,7 +103,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> DynamicSettings:
         data=data,
         embedder=values.get("embedder") or EMBEDDER,
         categories=categories,
-        compat=run.compat,
+        rules=PROFILES[run.compat],
     )
 
 

@@ -29,13 +29,7 @@ from PIL import Image, ImageDraw, ImageFont
 from support.evaluation import CaseClient, Evaluation
 from support.evaluations.dynamic.assets import Asset, read_assets
 from support.evaluations.dynamic.embedder import Embedder, load_embedder
-from support.evaluations.dynamic.prompts import (
-    OptionSpace,
-    letters,
-    parse_choice,
-    parse_choice_source,
-)
-from support.evaluations.dynamic.prompts import prompt_text as build_prompt
+from support.evaluations.dynamic.prompts import OptionSpace, letters
 from support.evaluations.dynamic.questions import Task, evaluator_category
 from support.evaluations.dynamic.render import render
 from support.evaluations.dynamic.scenes import assemble, read_layouts
@@ -150,7 +144,7 @@ class DynamicEvaluation(Evaluation):
             lam=0.0 if lam is None else lam,
             seed=s.seed,
             strategy=strategy,
-            rules="source" if s.compat == "source" else "writeup",
+            rules=s.rules.search,
         )
 
     def search(self, strategy: str, lam: float | None) -> Search:
@@ -226,7 +220,7 @@ class DynamicEvaluation(Evaluation):
         return Request(
             parts=(
                 Part.of_image(self.image(task)),
-                Part.of_text(build_prompt(task.question, task.options, self.settings.compat)),
+                Part.of_text(self.settings.rules.prompt(task.question, task.options)),
             ),
             max_tokens=MAX_TOKENS,
             target=truth,
@@ -234,9 +228,7 @@ class DynamicEvaluation(Evaluation):
         )
 
     def parse(self, answer: str, options: Sequence[str]) -> str | None:
-        if self.settings.compat == "source":
-            return parse_choice_source(answer, options, self.embedder.encode)
-        return parse_choice(answer, options)
+        return self.settings.rules.parse(answer, options, self.embedder.encode)
 
     async def evaluate(self, case: Case, client: CaseClient) -> list[Verdict]:
         p = case.params

@@ -1,0 +1,75 @@
+"""What differs between dynamic's two profiles, as values and functions: `WRITEUP` and `SOURCE`.
+
+`configure` picks one (`DynamicSettings.rules`) from `--compat`; the task calls its fields instead
+of branching on the profile. The functions themselves live beside each other in prompts.py; this
+module only picks. It is imported at start-up (configure), so it imports nothing heavy: prompts.py
+(the renderer's PIL, numpy) is imported when a rule is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from support.settings import Compat
+
+Encode = Callable[[list[str]], np.ndarray]  # the run's embedder: texts -> unit rows
+
+
+@dataclass(frozen=True)
+class DynamicRules:
+    """One profile's rules (see `WRITEUP` and `SOURCE` for each value)."""
+
+    compat: Compat  # the profile's name, as --compat spells it
+    search: str  # SearchConfig.rules: how the search plans its rounds (search.py)
+    prompt: Callable[[str, Sequence[str]], str]  # (question, options) -> the text after the image
+    # (answer, options, the embedder's encode) -> the option picked, None: unparsable
+    parse: Callable[[str, Sequence[str], Encode], str | None]
+
+
+def _prompt(question: str, options: Sequence[str]) -> str:
+    """prompts.prompt_text."""
+    from support.evaluations.dynamic.prompts import prompt_text
+
+    return prompt_text(question, options)
+
+
+def _source_prompt(question: str, options: Sequence[str]) -> str:
+    """prompts.source_prompt_text."""
+    from support.evaluations.dynamic.prompts import source_prompt_text
+
+    return source_prompt_text(question, options)
+
+
+def _parse(answer: str, options: Sequence[str], encode: Encode) -> str | None:
+    """prompts.parse_choice (no embedder)."""
+    from support.evaluations.dynamic.prompts import parse_choice
+
+    return parse_choice(answer, options)
+
+
+def _parse_source(answer: str, options: Sequence[str], encode: Encode) -> str | None:
+    """prompts.parse_choice_source."""
+    from support.evaluations.dynamic.prompts import parse_choice_source
+
+    return parse_choice_source(answer, options, encode)
+
+
+WRITEUP = DynamicRules(
+    compat="writeup",
+    search="writeup",  # a task already evaluated is never drawn again
+    prompt=_prompt,  # the camera stated first (render.CAMERA_TEXT): ours sees a rendered scene
+    parse=_parse,  # exact matches, a stated letter or the one option named; else unparsable
+)
+
+# AnyPoint's evaluator at 2650ead (models/point_qa_model.py, models/base_qa_model.py)
+SOURCE = DynamicRules(
+    compat="source",
+    search="source",  # its planning (search.py, `rules="source"`)
+    prompt=_source_prompt,  # its text unchanged: question, `(A) option` lines, instruction
+    parse=_parse_source,  # exact matches, else the nearest option by embedding (choice_search)
+)
+
+PROFILES: dict[Compat, DynamicRules] = {"writeup": WRITEUP, "source": SOURCE}
