@@ -267,10 +267,10 @@ def test_only_map_video_mean_changes_under_source() -> None:
 @pytest.mark.parametrize(("compat", "source"), [("writeup", False), ("source", True)])
 def test_the_profile_reaches_the_tool_cases(compat: str, source: bool) -> None:
     settings = configure({}, RunSettings(compat=compat))
-    assert settings.source is source
+    assert settings.rules.compat == compat
     frame = ToolFrame("1", 0, "0000000000.jpg", 640, 512, ((TOOL_CLASSES[1], BOX),))
     video = ToolVideo("1", Path("1_fps1.mp4"), (frame,))  # never opened
     evaluation = SurgvqaEvaluation([], [video], settings)
     (case,) = evaluation.cases()
     assert (case.params.get("compat") == "source") is source
-    assert SurgvqaSettings().source is False
+    assert SurgvqaSettings().rules.compat == "writeup"

@@ -9,6 +9,7 @@ from typing import Any
 
 from support.data_paths import SYNTHETIC_FIX, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
+from support.evaluations.surgvqa.rules import PROFILES, WRITEUP, SurgvqaRules
 from support.settings import RunSettings
 
 VQA_FRAMES = 8  # frames of a question's clip shown to the model (30-s clips: one every ~4 s)
@@ -20,7 +21,8 @@ class SurgvqaSettings:
     root: str | None = None  # extracted SurgVU data; None: the synthetic sample
     frames: int = VQA_FRAMES  # per VQA question, evenly spaced over the clip
     box_frame: str = "model"  # how answers' box numbers are read; "model": by the model's name
-    source: bool = False  # --compat source: map_video_mean as the official category-1 evaluator
+    # by --compat (rules.py); source: map_video_mean as the official category-1 evaluator
+    rules: SurgvqaRules = WRITEUP
 
 
 def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
@@ -35,10 +37,9 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     box_frame = values.get("surgvqa_box_frame") or "model"
     if box_frame not in BOX_FRAMES:
         raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
-    # `compat` changes only map_video_mean (support.evaluations.surgvqa.coco.official_inputs;
-    # evals/surgvqa/README.md)
-    source = run.compat == "source"
-    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame, source=source)
+    # `compat` changes only map_video_mean (rules.py)
+    rules = PROFILES[run.compat]
+    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame, rules=rules)
 
 
 def data_files(settings: SurgvqaSettings, run: RunSettings) -> list[Path]:

@@ -187,9 +187,8 @@ class SurgvqaEvaluation(Evaluation):
                 "width": f.width,
                 "height": f.height,
                 "boxes": truth_boxes(f),
+                **self.settings.rules.case_params,  # the summary reads the profile from them
             }
-            if self.settings.source:  # the summary reads the profile from the outcomes
-                params["compat"] = "source"
             group = {"category": "tools", "kind": "boxes"}
             out.append(Case(case_id, self.name, params, group, cluster=f"video-{f.video}"))
         return out
