@@ -18,10 +18,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")  # HF_HUB_OFFLINE: unit/conft
 from support.backends.chat_template import render_prompt
 from support.backends.transformers_local import TransformersBackend
 from support.engine import ModelClient
-from support.evaluations.pgt.phrases import PHRASES, QUESTION
+from support.evaluations.pgt.phrases import FINAL_ANSWER_CUE, PHRASES, QUESTION
 from support.evaluations.pgt.spec import configure
 from support.evaluations.pgt.synthetic import build_pgt_sample
-from support.evaluations.pgt.task import FINAL_ANSWER_CUE, PgtEvaluation
+from support.evaluations.pgt.task import PgtEvaluation
 from support.runner import LoggedClient
 from support.settings import RunSettings
 from support.testing.tiny_vlm import ensure_tiny_vlm

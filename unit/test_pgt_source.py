@@ -197,7 +197,9 @@ def test_source_instruction_version():
     assert instruction_version_source("") == ""
     for text in PHRASES.values():  # the registered phrases read the same in both profiles
         for mode in ("prompt", "instruct"):
-            assert build_prompt(text, mode, source=True) == build_prompt(text, mode)
+            assert build_prompt(text, mode, instruct=instruction_version_source) == build_prompt(
+                text, mode
+            )
 
 
 # ---- order: helpers.py:54-55 --------------------------------------------------------------------

@@ -373,6 +373,11 @@ def read_image(path: Path) -> bytes:
 SOURCE_SHUFFLE_SEED = 0  # helpers.py:54-55: random.seed(0); random.shuffle(examples)
 
 
+def row_order(n: int) -> list[int]:
+    """The CSV rows 0..n-1 in their own order (the write-up's evaluation order)."""
+    return list(range(n))
+
+
 def source_order(n: int) -> list[int]:
     """The CSV rows 0..n-1 in the order the source evaluates them: Python's `random` seeded with
     0, then `shuffle` over the list of examples (helpers.py:54-55). A shuffle's permutation

@@ -10,9 +10,13 @@ phrase is empty and ignores the mode: one prompt, not five.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 QUESTION = "Is this image real or AI-generated?"
+ANSWER_PHRASE = "Final Answer (real/ai-generated):"  # config.py:166
+FINAL_ANSWER_CUE = "\n\n" + ANSWER_PHRASE  # stage 2 continues after it
+FINAL_ANSWER_CUE_SOURCE = " " + ANSWER_PHRASE  # --compat source: helpers.py:432
 BASELINE = "baseline"
 # name -> phrase text: the source's 16 phrases, verbatim (Zero-shot-PGT config.py:142-159);
 # `--pgt-phrase NAME=TEXT` adds more for a run
@@ -77,13 +81,17 @@ class Prompt:
     prefill: str | None
 
 
-def build_prompt(phrase: str, mode: str, question: str = QUESTION, source: bool = False) -> Prompt:
-    """The source's `_build_single_prompt` routing for one phrase text and mode (`source`: the
-    source's instruction version, see `instruction_version_source`)."""
+def build_prompt(
+    phrase: str,
+    mode: str,
+    question: str = QUESTION,
+    instruct: Callable[[str], str] = instruction_version,
+) -> Prompt:
+    """The source's `_build_single_prompt` routing for one phrase text and mode (`instruct`: how
+    a phrase becomes an instruction, `instruction_version` or `instruction_version_source`)."""
     if mode not in MODES:
         raise ValueError(f"unknown phrase mode {mode!r}; known: {', '.join(MODES)}")
     start_with = f'Please start your response with "{phrase}"'
-    instruct = instruction_version_source if source else instruction_version
     if mode == "prompt":
         instruction = instruct(phrase)
         return Prompt(None, question + (" " + instruction if instruction else ""), None)

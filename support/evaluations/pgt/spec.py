@@ -35,6 +35,7 @@ from support.evaluations.pgt.phrases import (
     PHRASES,
     parse_phrase_specs,
 )
+from support.evaluations.pgt.rules import PROFILES, WRITEUP, PgtRules
 from support.settings import RunSettings
 
 SYNTHETIC = "synthetic"  # the dataset name of the default sample
@@ -57,7 +58,7 @@ class PgtSettings:
     debug: bool = False
     kept: Kept = field(default_factory=dict)
     paths: ImagePaths = field(default_factory=ImagePaths)  # image roots, prefix rewrites
-    source: bool = False  # --compat source: the original script's rules (see task/summary)
+    rules: PgtRules = WRITEUP  # by --compat (rules.py): the original script's rules or ours
 
     def methods(self) -> list[tuple[str, str | None]]:
         """(phrase, mode) pairs: baseline ignores the mode (one method, mode None)."""
@@ -140,7 +141,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         ns=tuple(dict.fromkeys(ns)),
         debug=bool(values.get("pgt_debug")),
         paths=ImagePaths(roots, path_map),
-        source=run.compat == "source",
+        rules=PROFILES[run.compat],
     )
     if run.override:
         return settings
@@ -150,7 +151,11 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         for phrase, mode in settings.methods()
         for n in settings.ns
     }
-    kept = {str(f): found for f in sorted(folders) if (found := kept_results(f, settings.source))}
+    kept = {
+        str(f): found
+        for f in sorted(folders)
+        if (found := kept_results(f, settings.rules.source_files))
+    }
     return PgtSettings(**{**settings.__dict__, "kept": kept})
 
 

@@ -7,10 +7,11 @@ cases: stage 1 asks the question (with the phrase) and samples n reasonings in o
 "Final Answer (real/ai-generated):" at temperature 0; the extracted labels are majority-voted
 (ties go to `real`).
 
-`--compat source` (PgtSettings.source) follows the original script (Zero-shot-PGT f42b715,
-helpers.py): images in its shuffled order (random.seed(0), shuffle), stage 2 = the stage-1 prompt +
-reasoning + " Final Answer (real/ai-generated):" with 512 tokens, the source's substring label
-rules and its vote (None is a candidate), stage-1 samples seeded with 0.
+`--compat source` (PgtSettings.rules: support.evaluations.pgt.rules.SOURCE) follows the original
+script (Zero-shot-PGT f42b715, helpers.py): images in its shuffled order (random.seed(0),
+shuffle), stage 2 = the stage-1 prompt + reasoning + " Final Answer (real/ai-generated):" with
+512 tokens, the source's substring label rules and its vote (None is a candidate), stage-1
+samples seeded with 0.
 
 The source keeps existing results: a case whose image a kept reasoning file of its combination
 holds (PgtSettings.kept, read at configure; not under --override) is read back from that file
@@ -32,14 +33,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from support.evaluation import CaseClient, Evaluation, Reused, linspace_subset
-from support.evaluations.pgt.answers import (
-    LABELS,
-    extract_prediction,
-    extract_prediction_source,
-    majority_vote,
-    majority_vote_source,
-)
-from support.evaluations.pgt.dataset import PgtDataset, load_csv, read_image, source_order
+from support.evaluations.pgt.answers import LABELS
+from support.evaluations.pgt.dataset import PgtDataset, load_csv, read_image
 from support.evaluations.pgt.layout import result_dir
 from support.evaluations.pgt.phrases import QUESTION, Prompt, build_prompt
 from support.evaluations.pgt.spec import PgtSettings
@@ -49,13 +44,7 @@ from support.runner import CallLog
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
 
-ANSWER_PHRASE = "Final Answer (real/ai-generated):"  # config.py:166
-FINAL_ANSWER_CUE = "\n\n" + ANSWER_PHRASE  # stage 2 continues after it
-FINAL_ANSWER_CUE_SOURCE = " " + ANSWER_PHRASE  # --compat source: helpers.py:432
 STAGE1_MAX_TOKENS = 512  # reasoning
-STAGE2_MAX_TOKENS = 16  # the label
-STAGE2_MAX_TOKENS_SOURCE = 512  # the source's stage 2 calls its stage-1 generator with n=1
-SOURCE_SEED = 0  # the source's vLLM engine seed (helpers.py, LLM(seed=0)): n>1 requests' seed
 DEBUG_EXAMPLES = 5  # --pgt-debug, as the source's --debug
 KEPT_FILES = 128  # kept reasoning files held parsed per process (one per combination and model)
 
@@ -165,7 +154,7 @@ class PgtEvaluation(Evaluation):
         csv = settings.csv if settings.csv is not None else ensure_pgt_sample(run.cache_dir)
         dataset = load_csv(csv, settings.dataset, paths=settings.paths)
         n = len(dataset.examples)
-        order = source_order(n) if settings.source else list(range(n))
+        order = settings.rules.order(n)
         if settings.debug:  # the first 5 in evaluation order, as the source's examples[:5]
             positions = order[:DEBUG_EXAMPLES]
         else:  # --samples: spread over CSV rows, kept in evaluation order
@@ -194,9 +183,8 @@ class PgtEvaluation(Evaluation):
             "n": n,
             "label": ex.label,
             "generator": ex.generator,
+            **self.settings.rules.case_params(position),  # the summary reads the profile here
         }
-        if self.settings.source:  # the summary reads the profile from the outcomes
-            params |= {"compat": "source", "order": position}
         group = {
             "dataset": self.dataset.name,
             "phrase": phrase,
@@ -254,7 +242,7 @@ class PgtEvaluation(Evaluation):
 
     def prompt(self, case: Case) -> Prompt:
         phrase, mode = self.phrases[case.params["phrase"]], case.params["mode"] or "prefill"
-        return build_prompt(phrase, mode, source=self.settings.source)
+        return build_prompt(phrase, mode, instruct=self.settings.rules.instruct)
 
     def stage1_request(self, case: Case) -> Request:
         n, label = case.params["n"], case.params["label"]
@@ -266,21 +254,20 @@ class PgtEvaluation(Evaluation):
             temperature=0.0 if n == 1 else 1.0,
             max_tokens=STAGE1_MAX_TOKENS,
             n=n,
-            seed=None if n == 1 else SOURCE_SEED if self.settings.source else self.run.seed,
+            seed=None if n == 1 else self.settings.rules.seed(self.run.seed),
             target=oracle_reasoning(label),
             answer_space=ReasoningSpace(),
         )
 
     def stage2_request(self, stage1: Request, reasoning: str, label: str) -> Request:
         """Continue the stage-1 prompt and this reasoning with the final-answer cue."""
-        source = self.settings.source
-        cue = FINAL_ANSWER_CUE_SOURCE if source else FINAL_ANSWER_CUE
+        rules = self.settings.rules
         return Request(
             parts=stage1.parts,
             system=stage1.system,
-            prefill=(stage1.prefill or "") + reasoning + cue,
+            prefill=(stage1.prefill or "") + reasoning + rules.cue,
             temperature=0.0,
-            max_tokens=STAGE2_MAX_TOKENS_SOURCE if source else STAGE2_MAX_TOKENS,
+            max_tokens=rules.stage2_max_tokens,
             target=" " + label,
             answer_space=LabelSpace(),
         )
@@ -299,8 +286,7 @@ class PgtEvaluation(Evaluation):
         self, case: Case, stage1: Request, first: Response, answers: list[Response]
     ) -> Verdict:
         label = case.params["label"]
-        extract = extract_prediction_source if self.settings.source else extract_prediction
-        vote_of = majority_vote_source if self.settings.source else majority_vote
+        extract, vote_of = self.settings.rules.extract, self.settings.rules.vote
         responses = []
         for reasoning, answer in zip(first.texts, answers, strict=True):
             predicted = extract(answer.text)
