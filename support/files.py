@@ -99,9 +99,10 @@ def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:
 
 
 def file_name(text: str) -> str:
-    """`text` as a file or folder name: characters other than letters, digits and `._-` become
-    `_` (a model name such as `planted:where=0.9,*=0.05` or `hf:/path/model`)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    """`text` as one file or folder name: characters other than letters, digits and `._-` become
+    `_` (a model name such as `planted:where=0.9,*=0.05` or `hf:/path/model`), and leading or
+    trailing `_` and `.` go (a name `..` is `_`, never the folder above)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_.") or "_"
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> Path:

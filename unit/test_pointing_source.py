@@ -657,3 +657,15 @@ def test_prepared_folder_end_to_end(run_suite, data: Path, data_info: Path, comp
     assert {r["params"]["row"] for r in rows} == set(TEST)
     s = pd.read_csv(out / "summary.csv")
     assert (s[s["organ"] == "ALL"]["f1"] == 1.0).all()
+
+
+@pytest.mark.parametrize("model, folder", [("hf:/models/x", "hf_models_x"), ("..", "_")])
+def test_source_files_go_in_one_folder_a_model(tmp_path: Path, model: str, folder: str) -> None:
+    """A model name is one folder name (support.files.file_name): `hf:/models/x` made three
+    nested folders, and `..` would have written beside the run's folder."""
+    from support.evaluations.pointing.summary import write_source_files
+
+    outs = [_outcome(c, 1, 1, True, row=3, model=model) for c in ORGAN_IDS]
+    (path,) = write_source_files(outs, tmp_path / "run")
+    assert path.parent == tmp_path / "run" / "zero_shot" / folder / "cholecseg8k_pointing"
+    assert [p.name for p in (tmp_path / "run" / "zero_shot").iterdir()] == [folder]

@@ -31,7 +31,7 @@ from support.comparisons.pairing import Comparisons, strip_model
 from support.evaluation import SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
-from support.files import atomic_write_text
+from support.files import atomic_write_text, file_name
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
 from support.reporting import interval_columns, save_figure
 from support.settings import RunSettings
@@ -462,7 +462,8 @@ def write_source_files(outcomes: list[Outcome], out_dir: Path, split: str = "tra
     `metrics_summary_{split}.json`. Returns the summary files (the per-sample ones are many)."""
     written = []
     for (condition, model), records in sorted(source_records(outcomes).items()):
-        folder = out_dir / condition / model / "cholecseg8k_pointing"
+        # one folder a model, whatever its name (`hf:/models/x` made three before)
+        folder = out_dir / condition / file_name(model) / "cholecseg8k_pointing"
         for r in records:
             text = json.dumps(r, indent=2)
             atomic_write_text(folder / f"{split}_{r['sample_idx']:05d}.json", text)
