@@ -34,7 +34,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -211,7 +211,6 @@ class BatchQueue:
     def __init__(
         self,
         backend: BatchApi,
-        cache: Any,  # a ResponseCache (or None: answers are not stored)
         records: BatchRecords,
         mode: str = "wait",
         poll_s: float = POLL_S,
@@ -220,7 +219,9 @@ class BatchQueue:
         if mode not in MODES:
             raise ValueError(f"--batch {mode!r}: one of {', '.join(MODES)}")
         self.backend = backend
-        self.cache = cache
+        # how a collected answer is stored: the model client's cache write (ModelClient._store:
+        # a failed write costs the cache entry only, warned once); None stores nothing
+        self.store: Callable[[str, Response], None] | None = None
         self.records = records
         self.mode = mode
         self.poll_s = poll_s
@@ -229,6 +230,7 @@ class BatchQueue:
         self._gathering: dict[str, tuple[Request, asyncio.Future[Response]]] = {}
         self._batches: dict[str, _Batch] = {}  # batch id -> a batch waited on (wait mode)
         self._in_batch: dict[str, str] = {}  # key -> id of the pending batch holding it
+        self._answered: dict[str, Response] = {}  # key -> answer, of batches collected this run
         self._failed_now: dict[str, str] = {}  # key -> why, for batches collected in this run
         self._active: set[object] = set()  # cases evaluating (ModelClient.admitted)
         self._blocked: dict[object, int] = {}  # case -> its requests waiting here
@@ -313,9 +315,8 @@ class BatchQueue:
             self._changed()
 
     async def _answer(self, key: str, request: Request) -> Response:
-        hit = self.cache.get(key) if self.cache is not None else None
-        if hit is not None:  # collected in this run
-            return dataclasses.replace(hit, cached=False)
+        if key in self._answered:  # collected in this run (before the client asked)
+            return self._answered[key]
         if key in self._failed_now:
             raise BackendError(self._failed_now[key])
         batch_id = self._in_batch.get(key)
@@ -454,9 +455,9 @@ class BatchQueue:
             found = results.get(key)
             if isinstance(found, Response):
                 record.answered += 1
-                if self.cache is not None:
-                    with contextlib.suppress(Exception):  # the answer is kept for this run
-                        self.cache.put(key, found)
+                self._answered[key] = found  # kept for this run whatever the cache does
+                if self.store is not None:
+                    self.store(key, found)
                 outcome: Response | BaseException = found
             else:
                 if found is None:

@@ -196,6 +196,8 @@ class ModelClient:
         self.backend = backend
         self.spending = spending
         self.batches = batches
+        if batches is not None and cache is not None:  # collected answers go to the cache
+            batches.store = self._store
         self.name = backend.name
         self.cache = cache
         self.aimd: Aimd | None = None

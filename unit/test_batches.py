@@ -62,7 +62,7 @@ def make_client(
     queue = None
     if mode is not None:
         records = BatchRecords(tmp / "cache" / "batches")
-        queue = BatchQueue(backend, cache, records, mode=mode, poll_s=POLL_S, settle_s=0.05)
+        queue = BatchQueue(backend, records, mode=mode, poll_s=POLL_S, settle_s=0.05)
     return ModelClient(backend, cache, concurrency=4, batches=queue, spending=spending)
 
 
@@ -257,3 +257,24 @@ def test_a_round_past_the_limits_goes_as_several_batches(tmp_path, monkeypatch):
         assert sorted(len(b.items) for b in s.batch_store.batches.values()) == [1, 2, 2]
         assert got == synchronous("openai", s, tmp_path, monkeypatch, 5)
         assert len(client.batches.collected) == 3 and s.stats_json()["attempts"] == 5
+
+
+def test_an_answer_collected_is_kept_when_the_cache_cannot_store_it(tmp_path, monkeypatch):
+    """A batch of an earlier run collected at start: a failing cache write (a full disk) costs
+    the cache entry only; the answer is served, warned once, never submitted again."""
+    import sqlite3
+
+    from support.engine import CacheWriteWarning
+
+    with server(batches=BatchPlan(polls=0)) as s:
+        run_cases(make_client("openai", s, tmp_path, "submit", monkeypatch), 3)
+        client = make_client("openai", s, tmp_path, "wait", monkeypatch)
+
+        def full(key, response):
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(client.cache, "put", full)
+        with pytest.warns(CacheWriteWarning, match="not stored"):
+            got = run_cases(client, 3)
+        assert got == synchronous("openai", s, tmp_path, monkeypatch, 3)
+        assert s.batch_store.created == 1 and client.cache_write_errors == 3
