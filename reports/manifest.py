@@ -351,9 +351,10 @@ def models_section(
     engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
     outcomes: Sequence[Outcome],
 ) -> dict[str, dict[str, Any]]:
-    """Per model: kind, provider and model id (the registry, nothing built), the backend identity
-    the engine statistics carry (null when no process used the model), requests sent and cache
-    hits summed over processes, and the same two counts of this evaluation's outcomes."""
+    """Per model: kind, provider, model id and traits (the registry, nothing built), the backend
+    identity the engine statistics carry (null when no process used the model), requests sent
+    and cache hits summed over processes, and the same two counts of this evaluation's
+    outcomes."""
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(
         [*models, *(s.get("model") for v in engine_stats.values() for s in v)]
@@ -363,8 +364,9 @@ def models_section(
         try:
             spec = model_spec(name)
             kind, provider, model_id = spec.kind, spec.provider, spec.model_id
+            traits: dict[str, str] | None = spec.traits
         except ValueError:
-            kind = provider = model_id = None
+            kind = provider = model_id = traits = None
         stats = [
             (p, s) for p, v in sorted(engine_stats.items()) for s in v if s.get("model") == name
         ]
@@ -378,6 +380,7 @@ def models_section(
             "kind": kind,
             "provider": provider,
             "model_id": model_id,
+            "traits": traits,  # how its boxes and prefills are read (ModelSpec.traits)
             "identity": identities[0] if identities else None,
             "cache_schema": SCHEMA_VERSION,
             "sent": sum(int(s.get("sent") or 0) for _, s in stats),

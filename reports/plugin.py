@@ -187,7 +187,7 @@ class ReportPlugin:
     def _write_summary_files(self, name: str, outs: list[Outcome], out_dir: Path) -> None:
         """summary.csv, usage.csv, calls.csv, the evaluation's own files, comparisons.csv."""
         from support.comparisons.pairing import evaluation_comparisons, report_section
-        from support.files import atomic_write_text, write_csv
+        from support.files import write_csv
         from support.tables import calls_table, usage_table
 
         run = self.run
@@ -201,20 +201,21 @@ class ReportPlugin:
         self._attempt(name, lambda: [write_csv(summary, out_dir / "summary.csv")])
         self._attempt(name, lambda: [write_csv(self.usage[name], out_dir / "usage.csv")])
         self._attempt(name, lambda: [write_csv(calls, out_dir / "calls.csv")])
-        self._attempt(name, lambda: list(module.write_outputs(outs, summary, out_dir, ctx)))
-        compared = evaluation_comparisons(name, module, outs, run.compare, run.bootstrap, run.seed)
-        report = out_dir / "report.md"
         section = ""
-        if compared is not None:
-            table, notes = compared
-            self.comparisons[name] = table
-            self._attempt(name, lambda: [write_csv(table, out_dir / "comparisons.csv")])
-            section = report_section(table, notes)
-        if section or (self.interrupted and report.is_file()):
-            head = report.read_text(encoding="utf-8") if report.is_file() else ""
-            if self.interrupted:  # the first line says the numbers are partial
-                head = f"**{self.partial_line()}.**\n\n{head}"
-            self._attempt(name, lambda: atomic_write_text(report, head + section) or [])
+        try:
+            self._attempt(name, lambda: list(module.write_outputs(outs, summary, out_dir, ctx)))
+            compared = evaluation_comparisons(
+                name, module, outs, run.compare, run.bootstrap, run.seed
+            )
+            if compared is not None:
+                table, notes = compared
+                self.comparisons[name] = table
+                self._attempt(name, lambda: [write_csv(table, out_dir / "comparisons.csv")])
+                section = report_section(table, notes)
+        finally:  # report.md once, with whatever the summary added before anything failed
+            notice = self.partial_line() if self.interrupted else None  # partial numbers
+            path = out_dir / "report.md"
+            self._attempt(name, lambda: [p for p in [ctx.report.write(path, notice, section)] if p])
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         tr = terminalreporter

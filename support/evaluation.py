@@ -12,7 +12,8 @@ An evaluation is a plugin in three parts, none of which the core names:
 - a `Summary` (controller side, where reports are written, possibly in another process under
   xdist): a module with `summarize(outcomes, ctx)`, `headline(summary)` and
   `write_outputs(outcomes, summary, out_dir, ctx)`, where `ctx` (`SummaryContext`) carries the
-  run's settings and the evaluation's own; an evaluation whose outcomes are simply right or
+  run's settings and the evaluation's own, and the run's report.md (`ctx.report`, written by the
+  core after write_outputs has added its part); an evaluation whose outcomes are simply right or
   wrong takes the stock one (support.reporting:BINARY, the default) and writes none.
 
 `support.evaluations` is the one registry (name -> spec). The library never imports pytest.
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from support.backends.base import BackendError
+from support.reporting import Report
 from support.settings import RunSettings
 from support.types import Case, Outcome, Request, Response, Verdict
 
@@ -72,11 +74,13 @@ class CaseClient(Protocol):
 @dataclass(frozen=True)
 class SummaryContext:
     """What a summary sees of the run: its settings and the evaluation's own (what its spec's
-    `configure` built; None where the evaluation has none)."""
+    `configure` built; None where the evaluation has none), and the run's report.md, to which
+    `write_outputs` adds its markdown (the core writes the file)."""
 
     run: RunSettings = field(default_factory=RunSettings)
     settings: Any = None
     evaluation: str = ""  # its name
+    report: Report = field(default_factory=Report, compare=False)
 
     @property
     def n_resamples(self) -> int:
@@ -124,7 +128,8 @@ class Summary(Protocol):
         out_dir: Path,
         ctx: SummaryContext,
     ) -> list[Path]:
-        """The evaluation's own files (report.md, plots, the source's files): their paths."""
+        """The evaluation's own files (plots, the source's files): their paths; its report.md
+        markdown goes to `ctx.report.add`."""
         ...
 
 

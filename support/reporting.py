@@ -1,6 +1,11 @@
-"""The reporting kit the summaries share: interval columns, figures saved atomically, and a stock
-summary for evaluations whose outcomes are right or wrong and need nothing else.
+"""The reporting kit the summaries share: report.md, interval columns, figures saved atomically,
+and a stock summary for evaluations whose outcomes are right or wrong and need nothing else.
 
+- `Report`: report.md of one evaluation's run. The core owns it (`SummaryContext.report`): a
+  summary's `write_outputs` adds its markdown, then the core (reports/plugin.py) puts the
+  partial-results line first and the comparisons section last and writes the file once.
+- `fit_picture(image)`, `picture_jpeg(image)`: a case's HTML picture (`Evaluation.render`) at
+  one size (`PICTURE_PX` on its longer side, before a caption is added) and one JPEG quality.
 - `interval_columns(metrics)`: `m, m_lo, m_hi` for each metric, the layout of summary.csv.
 - `save_figure(fig, path, dpi)`: a matplotlib figure written as PNG through
   support.files.atomic_write (a reader never sees half a picture), then closed.
@@ -13,6 +18,7 @@ summary for evaluations whose outcomes are right or wrong and need nothing else.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +31,50 @@ if TYPE_CHECKING:  # imported where a table or figure is made
     from support.evaluation import SummaryContext
 
 INTERVAL_SUFFIXES = ("", "_lo", "_hi")
+PICTURE_PX = 640  # a case picture's image, longer side (px), captions added below it
+PICTURE_QUALITY = 75  # its JPEG quality (a pointing picture ~29 KB)
+
+
+@dataclass
+class Report:
+    """report.md's markdown as a summary adds it, in order (each part ends with a newline)."""
+
+    parts: list[str] = field(default_factory=list)
+
+    def add(self, markdown: str) -> None:
+        self.parts.append(markdown)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def write(self, path: Path, notice: str | None = None, tail: str = "") -> Path | None:
+        """report.md at `path`: the `notice` in bold first (an interrupted run's partial line),
+        the summary's parts, then `tail` (the comparisons section). Nothing when neither the
+        summary nor the tail has anything to say."""
+        body = self.text()
+        if not (body or tail):
+            return None
+        head = f"**{notice}.**\n\n" if notice else ""
+        atomic_write_text(path, head + body + tail)
+        return path
 
 
 def interval_columns(metrics: Iterable[str]) -> list[str]:
     """`[m, m_lo, m_hi, ...]`: each metric's value and its interval's bounds (summary.csv)."""
     return [f"{m}{suffix}" for m in metrics for suffix in INTERVAL_SUFFIXES]
+
+
+def fit_picture(image: Any) -> Any:
+    """`image` (PIL) shrunk in place to fit PICTURE_PX x PICTURE_PX, aspect kept; returned."""
+    image.thumbnail((PICTURE_PX, PICTURE_PX))
+    return image
+
+
+def picture_jpeg(image: Any) -> bytes:
+    """A case's picture (PIL, RGB) as the JPEG bytes the HTML report shows."""
+    from support.types import encode_image
+
+    return encode_image(image, "JPEG", quality=PICTURE_QUALITY)
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
@@ -77,14 +122,13 @@ class BinarySummary:
         out_dir: Path,
         ctx: SummaryContext,
     ) -> list[Path]:
-        """report.md: the table with its intervals."""
+        """report.md's part: the table with its intervals (no files of its own)."""
         from support.tables import markdown_table, with_intervals
 
-        path = out_dir / "report.md"
         table = markdown_table(with_intervals(summary, self.METRICS))
         title = f"{ctx.evaluation or 'evaluation'}: accuracy per model"
-        atomic_write_text(path, f"# {title}\n\n{table}\n")
-        return [path]
+        ctx.report.add(f"# {title}\n\n{table}\n")
+        return []
 
 
 BINARY = BinarySummary()

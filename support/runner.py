@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from support.backends.base import BackendError
 from support.backends.keys import redact
 from support.engine import ModelClient
-from support.types import Case, Outcome, Request, Response, Usage, Verdict
+from support.types import Case, Outcome, Request, Response, Usage, Verdict, outcome_id
 
 if TYPE_CHECKING:
     from support.backends.registry import ModelSpec
@@ -118,7 +118,7 @@ def outcomes_of(
         raw = v.raw if v.raw is not None else (calls.responses[-1].text if calls.responses else "")
         out.append(
             Outcome(
-                case_id=f"{v.case_id or case.id}-{model}",
+                case_id=outcome_id(v.case_id or case.id, model),
                 evaluation=case.evaluation,
                 model=model,
                 status=v.status,
@@ -143,7 +143,7 @@ def error_outcome(case: Case, model: str, message: str, log: CallLog) -> Outcome
     """The outcome recorded when the pipeline broke for this case."""
     books = log.bookkeeping()
     return Outcome(
-        case_id=f"{case.id}-{model}",
+        case_id=outcome_id(case.id, model),
         evaluation=case.evaluation,
         model=model,
         status="error",

@@ -115,7 +115,7 @@ class Part:
         """From a PIL image (encoded losslessly as PNG by default; `save_options` go to
         PIL's `Image.save`, e.g. compress_level) or from already encoded bytes."""
         if isinstance(image, bytes | bytearray):
-            return cls(image=bytes(image), mime=_sniff_mime(bytes(image)))
+            return cls(image=bytes(image), mime=sniff_mime(bytes(image)))
         return cls(image=encode_image(image, fmt, **save_options), mime=f"image/{fmt.lower()}")
 
     @property
@@ -147,7 +147,9 @@ def encode_image(image: Any, fmt: str = "PNG", **save_options: Any) -> bytes:
     return buf.getvalue()
 
 
-def _sniff_mime(data: bytes) -> str:
+def sniff_mime(data: bytes) -> str:
+    """The image type of `data` from its first bytes (PNG, JPEG, WebP), else
+    application/octet-stream."""
     if data[:8] == b"\x89PNG\r\n\x1a\n":
         return "image/png"
     if data[:3] == b"\xff\xd8\xff":
@@ -334,6 +336,12 @@ class Verdict:
             raise ValueError(f"unknown outcome status {self.status!r}")
 
 
+def outcome_id(item_id: str, model: str) -> str:
+    """An outcome's `case_id`: its item's id (the case's, or what a verdict names) then
+    `-<model>`, unique across the models of a run; `Outcome.item_id` takes the suffix off."""
+    return f"{item_id}-{model}"
+
+
 @dataclass(frozen=True)
 class Outcome:
     """The scored result of one case with one model: what reports and metrics are built from.
@@ -373,6 +381,13 @@ class Outcome:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown outcome status {self.status!r}")
+
+    @property
+    def item_id(self) -> str:
+        """`case_id` without its `-<model>` suffix (`outcome_id`): the same item of every model,
+        what comparisons pair on."""
+        suffix = f"-{self.model}"
+        return self.case_id[: -len(suffix)] if self.case_id.endswith(suffix) else self.case_id
 
     def to_json(self) -> dict[str, Any]:
         # field by field, not dataclasses.asdict: its deep copy of every nested value was most

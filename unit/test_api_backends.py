@@ -420,6 +420,27 @@ def test_openai_compatible(monkeypatch):
     assert create_backend("openai:gpt-4o").prefill_mode == "assistant-turn fallback"
 
 
+@pytest.mark.parametrize(
+    ("name", "mode"),
+    [
+        ("openai:gpt-4o", "assistant-turn fallback"),
+        ("anthropic:claude-sonnet-4-20250514", "native"),
+        ("google:gemini-2.0-flash", "model-turn fallback"),
+        ("openai-compatible:Qwen/Qwen2.5-VL-7B", "native"),
+    ],
+)
+def test_prefill_is_a_model_trait_the_backend_follows(monkeypatch, name, mode):
+    """ModelSpec.prefill (what an evaluation and the manifest read) is how the built backend
+    sends a prefill: one table, support.backends.registry.PREFILL_MODES."""
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(variable, KEY)
+    spec = model_spec(name)
+    backend = create_backend(name, BackendOptions(api_base="http://127.0.0.1:9/v1"))
+    assert spec.prefill == backend.prefill_mode == mode
+    assert spec.traits["prefill"] == mode
+    assert spec.traits["box_convention"] == spec.box_convention
+
+
 def test_gemini_http_options_turn_retries_on():
     backend = GeminiBackend("g", "gemini-2.0-flash", api_key=KEY, timeout_s=2.5, max_retries=4)
     opts = backend.http_options()

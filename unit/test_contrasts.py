@@ -44,6 +44,19 @@ def run_of(model_rates: dict[str, float], n: int = 40, seed: int = 0) -> list[Ou
     return found
 
 
+@pytest.mark.parametrize(
+    ("item", "model"),
+    [("s0001-liver-zero_shot", "gpt-4o"), ("img0000-pair0", "hf:/models/x-y"), ("a-b", "b")],
+)
+def test_an_outcome_id_splits_back_into_its_item_and_model(item: str, model: str) -> None:
+    """Outcome.case_id is outcome_id(item, model); item_id takes the model's suffix off again,
+    whatever dashes either holds (comparisons pair on it)."""
+    from support.types import outcome_id
+
+    o = Outcome(case_id=outcome_id(item, model), evaluation="e", model=model, status="correct")
+    assert o.case_id == f"{item}-{model}" and o.item_id == item
+
+
 def test_model_pairs_are_the_same_cases_and_unmatched_are_counted() -> None:
     outs = run_of({"a": 0.5, "b": 0.5}, n=6)
     outs = [o for o in outs if not (o.model == "b" and o.case_id.startswith("s0005"))]

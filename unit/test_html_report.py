@@ -208,3 +208,29 @@ def test_inline_mb_must_be_a_size(run_suite):
     result, _ = run_suite("pointing", "--html-inline-mb=-1", "--collect-only")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--html-inline-mb: -1.0 is not a size in MB*"])
+
+
+@pytest.mark.parametrize(
+    ("fmt", "mime", "ext"), [("JPEG", "image/jpeg", "jpg"), ("PNG", "image/png", "png")]
+)
+def test_a_picture_is_labelled_as_what_its_bytes_are(fmt, mime, ext):
+    """A render's bytes keep their type in the page: a PNG from an outside evaluation is not
+    sent as image/jpeg (the five built-in renders make JPEG, support.reporting.picture_jpeg)."""
+    from fixtures.case_extras import picture_extra
+    from reports.html import PICTURE_KEY
+    from support.types import encode_image
+
+    data = encode_image(Image.new("RGB", (8, 8), "red"), fmt)
+    extra = picture_extra(data, "case-1-m")
+    assert (extra["mime_type"], extra["extension"], extra[PICTURE_KEY]) == (mime, ext, True)
+    assert base64.b64decode(extra["content"]) == data and extra["name"] == "case-1-m"
+
+
+def test_every_case_picture_is_one_size_and_quality():
+    """support.reporting fits a picture's image into PICTURE_PX a side and encodes it at one
+    JPEG quality: a 1280 x 960 frame comes back 640 x 480, as JPEG."""
+    from support.reporting import PICTURE_PX, fit_picture, picture_jpeg
+
+    image = fit_picture(Image.new("RGB", (2 * PICTURE_PX, 3 * PICTURE_PX // 2), "white"))
+    with Image.open(io.BytesIO(picture_jpeg(image))) as shown:
+        assert (shown.format, shown.size) == ("JPEG", (PICTURE_PX, 3 * PICTURE_PX // 4))

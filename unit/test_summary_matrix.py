@@ -194,7 +194,7 @@ def test_mixes_hold_what_they_say(outcomes) -> None:
 @pytest.mark.parametrize("name", EVALUATIONS)
 def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str) -> None:
     from support.comparisons.pairing import evaluation_comparisons, report_section
-    from support.files import atomic_write_text, write_csv, write_jsonl
+    from support.files import write_csv, write_jsonl
     from support.tables import calls_table, markdown_table, usage_table, with_intervals
 
     run, outs = outcomes[(name, mix)]
@@ -215,13 +215,14 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
         *module.write_outputs(outs, summary, out_dir, ctx),
     ]
     compared = evaluation_comparisons(name, module, outs, run.compare, RESAMPLES, 0)
+    section = ""
     if compared is not None:
         table, notes = compared
         files.append(write_csv(table, out_dir / "comparisons.csv"))
-        report = out_dir / "report.md"
-        text = report.read_text(encoding="utf-8") if report.is_file() else ""
-        atomic_write_text(report, text + report_section(table, notes))
-    report = (out_dir / "report.md").read_text(encoding="utf-8")
+        section = report_section(table, notes)
+    written = ctx.report.write(out_dir / "report.md", None, section)
+    assert written is not None  # every summary says something, with or without outcomes
+    report = written.read_text(encoding="utf-8")
     for path in files:
         check_readable(path)
     if outs:  # a model's counts are kept, whatever its outcomes
@@ -265,7 +266,7 @@ def test_data_label_is_none_on_real_data_and_the_report_says_nothing(
     ctx = SummaryContext(replace(run, bootstrap=0), run.evaluations[name])
     summary = module.summarize([], ctx)
     module.write_outputs([], summary, tmp_path / "out", ctx)
-    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    report = ctx.report.text()
     assert "synthetic" not in report and "Data:" not in report
     if name == "pointing":
         assert report.startswith("# Pointing evaluation (CholecSeg8k)")
@@ -303,14 +304,14 @@ def pointing_outcome(organ_id: int, y_true: int, y_pred: int) -> Outcome:
     )
 
 
-def test_pointing_report_names_every_tied_organ(tmp_path: Path) -> None:
+def test_pointing_report_names_every_tied_organ() -> None:
     from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
-    from support.evaluations.pointing.summary import summarize, write_report
+    from support.evaluations.pointing.summary import report_text, summarize
 
     missed = ORGAN_IDS[:4]  # present, answered absent: F1 0, four ways tied
     outs = [pointing_outcome(i, 1, 0) for i in missed] + [pointing_outcome(ORGAN_IDS[4], 1, 1)]
     summary = summarize(outs, SummaryContext.of(n_resamples=0))
-    text = write_report(summary, tmp_path / "report.md").read_text()
+    text = report_text(summary)
     (line,) = [x for x in text.splitlines() if x.startswith("- **m / zero_shot**")]
     worst = line.split("worst", 1)[1]
     assert all(CLASS_NAMES[i] in worst for i in missed), line  # not three of four, by name

@@ -27,6 +27,7 @@ from typing import Any
 import anthropic
 
 from support.backends.api_backend import ApiBackend
+from support.backends.registry import prefill_mode_of
 from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
 from support.batches import BatchLimits, BatchState
 from support.types import Request, Response, Usage
@@ -101,7 +102,7 @@ class AnthropicBackend(ApiBackend):
     endpoint = "messages"
 
     def __init__(self, name: str, model_id: str, **kw: Any) -> None:
-        super().__init__(name, model_id, prefill_mode="native", **kw)
+        super().__init__(name, model_id, prefill_mode=prefill_mode_of("anthropic"), **kw)
 
     def _get_client(self) -> anthropic.AsyncAnthropic:
         if self._client is None:

@@ -27,6 +27,7 @@ from google.genai import types
 
 from support.backends.api_backend import ApiBackend
 from support.backends.base import BackendError
+from support.backends.registry import prefill_mode_of
 from support.backends.retry import MalformedResponse, is_malformed
 from support.batches import BatchLimits, BatchState
 from support.types import Request, Response, Usage
@@ -141,7 +142,7 @@ class GeminiBackend(ApiBackend):
     endpoint = "generateContent"
 
     def __init__(self, name: str, model_id: str, **kw: Any) -> None:
-        super().__init__(name, model_id, prefill_mode="model-turn fallback", **kw)
+        super().__init__(name, model_id, prefill_mode=prefill_mode_of("google"), **kw)
 
     def http_options(self) -> types.HttpOptions:
         """Endpoint, timeout, retries and HTTP stack of the client.

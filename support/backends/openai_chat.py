@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend, public_url
+from support.backends.registry import prefill_mode_of
 from support.backends.retry import MalformedResponse, is_malformed
 from support.batches import BatchLimits, BatchState
 from support.types import Part, Request, Response, Usage
@@ -44,8 +45,7 @@ if TYPE_CHECKING:
 # the SDK (~0.8 s to import) is imported by the first call: a run whose answers are all cached
 # never needs it
 
-NATIVE = "native"
-FALLBACK = "assistant-turn fallback"
+NATIVE = prefill_mode_of("openai-compatible")  # "native": the server continues the prefill
 COMPATIBLE_CONCURRENCY = 128  # requests in flight to an openai-compatible: server by default
 # vLLM chat-template switches that make the server continue the trailing assistant message
 CONTINUE_BODY = {"continue_final_message": True, "add_generation_prompt": False}
@@ -213,7 +213,8 @@ class OpenAIChatBackend(ApiBackend):
     endpoint = "chat.completions"
 
     def __init__(self, name: str, model_id: str, *, compatible: bool = False, **kw: Any) -> None:
-        super().__init__(name, model_id, prefill_mode=NATIVE if compatible else FALLBACK, **kw)
+        provider = "openai-compatible" if compatible else "openai"
+        super().__init__(name, model_id, prefill_mode=prefill_mode_of(provider), **kw)
         if compatible:  # a server's model ids are its own: the server is part of the identity
             self.identity["provider"] = "openai-compatible"
             self.identity["base_url"] = public_url(self.base_url) if self.base_url else None

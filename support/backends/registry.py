@@ -98,6 +98,16 @@ class ModelSpec:
         """How the model writes a bounding box when asked for one (`box_convention_of`)."""
         return box_convention_of(self.provider, self.model_id)
 
+    @property
+    def prefill(self) -> str:
+        """How a request's prefill reaches the model (`prefill_mode_of`)."""
+        return prefill_mode_of(self.provider)
+
+    @property
+    def traits(self) -> dict[str, str]:
+        """What evaluations may ask of the model, as the run's manifest records it."""
+        return {"box_convention": self.box_convention, "prefill": self.prefill}
+
     def build(self, opts: BackendOptions | None = None) -> Backend:
         """The backend; BackendUnavailable when it cannot run here (an optional extra missing)."""
         try:
@@ -122,6 +132,26 @@ def box_convention_of(provider: str, model_id: str) -> str:
     if any(tag in model for tag in NORM1000_TAGS):
         return "norm1000"
     return "auto"
+
+
+# provider -> how a request's prefill (text the answer must continue) reaches the model: "native"
+# (the model continues it: Anthropic's final assistant turn, a chat template rendered with the
+# turn open, a server's continue_final_message) or a fallback, a final assistant/model turn the
+# API answers after rather than continues (OpenAI, Gemini). Providers not listed (the reference
+# doubles) are handed the request itself.
+PREFILL_MODES: dict[str, str] = {
+    "anthropic": "native",
+    "vllm": "native",
+    "hf": "native",
+    "openai-compatible": "native",
+    "openai": "assistant-turn fallback",
+    "google": "model-turn fallback",
+}
+
+
+def prefill_mode_of(provider: str) -> str:
+    """`PREFILL_MODES[provider]`; "request" for a provider that reads the Request as is."""
+    return PREFILL_MODES.get(provider, "request")
 
 
 def spec_or_unregistered(name: str) -> ModelSpec:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from support import evaluations
-from support.comparisons.pairing import evaluation_comparisons, report_section, strip_model
-from support.types import Outcome
+from support.comparisons.pairing import evaluation_comparisons, report_section
+from support.types import Outcome, outcome_id
 
 
 def load_run(folder: Path) -> tuple[str, list[Outcome]]:
@@ -48,7 +48,7 @@ def _tagged(outcomes: Sequence[Outcome], tag: str) -> list[Outcome]:
     out = []
     for o in outcomes:
         model = f"{tag}:{o.model}"
-        out.append(dataclasses.replace(o, model=model, case_id=f"{strip_model(o)}-{model}"))
+        out.append(dataclasses.replace(o, model=model, case_id=outcome_id(o.item_id, model)))
     return out
 
 
@@ -80,8 +80,8 @@ def compare_runs(
     if found is None:
         raise ValueError(f"{name_a} declares no comparisons")
     table, notes = found
-    cases_a = {strip_model(o) for o in outs_a}
-    cases_b = {strip_model(o) for o in outs_b}
+    cases_a = {o.item_id for o in outs_a}
+    cases_b = {o.item_id for o in outs_b}
     only_a, only_b = sorted(cases_a - cases_b), sorted(cases_b - cases_a)
     if only_a or only_b:
         notes = [

@@ -33,12 +33,6 @@ LABELS = ("evaluation", "field", "model")  # columns before support.comparisons.
 TABLE_COLUMNS = (*LABELS, *COLUMNS, "unmatched_a", "unmatched_b", "p_holm")
 
 
-def strip_model(o: Outcome) -> str:
-    """The case id without its `-<model>` suffix (the same case of every model)."""
-    suffix = f"-{o.model}"
-    return o.case_id[: -len(suffix)] if o.case_id.endswith(suffix) else o.case_id
-
-
 @dataclass(frozen=True)
 class Comparisons:
     """An evaluation's comparison spec (module docstring)."""
@@ -49,7 +43,7 @@ class Comparisons:
     tests: Mapping[str, TestName] = field(default_factory=dict)
     scores: Callable[[Outcome], Mapping[str, float]] = lambda o: {}
     fields: Mapping[str, Callable[[Outcome], str]] = field(default_factory=dict)
-    key: Callable[[Outcome, str], Hashable] = lambda o, f: strip_model(o)
+    key: Callable[[Outcome, str], Hashable] = lambda o, f: o.item_id
     # the contrasts a run gets without --compare, from the labels it has: (field, a, b)
     defaults: Callable[[Mapping[str, list[str]]], list[tuple[str, str, str]]] = lambda labels: []
     include: Callable[[Outcome], bool] = lambda o: True  # outcomes that take part

@@ -292,9 +292,8 @@ def write_outputs(
             assets = assets if assets is not None else read_assets(asset_folder(settings, ctx.run))
             written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
     plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png")
-    report = out_dir / "report.md"
-    atomic_write_text(report, report_text(summary, plot, data_label(ctx.run)))
-    return [*written, *([plot] if plot else []), report]
+    ctx.report.add(report_text(summary, plot, data_label(ctx.run)))
+    return [*written, *([plot] if plot else [])]
 
 
 # ---- report and plot ------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from support.evaluations.dynamic.spec import (
 )
 from support.evaluations.dynamic.vectors import StoredEmbedder, store_path
 from support.memo import OnceCache
+from support.reporting import fit_picture, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
@@ -288,7 +289,7 @@ class DynamicEvaluation(Evaluation):
         if "layout" not in x:
             return None
         scene = build_scene(x["layout"], x["assignment"], self.assets)
-        image = render(drawn(scene), IMAGE_SIZE)
+        image = fit_picture(render(drawn(scene), IMAGE_SIZE))
         told = [
             f"task {x['task_id']} ({x['category']}): {x['question']}",
             f"truth: {x['answer']}   answer: {x['model_answer'] or '(none)'}",
@@ -300,4 +301,4 @@ class DynamicEvaluation(Evaluation):
         font = ImageFont.load_default(size=16)  # px, on the 512 px scene: shown at full size
         for i, line in enumerate(lines):
             draw.text((6, image.height + 4 + 20 * i), line, fill=(0, 0, 0), font=font)
-        return encode_image(canvas, "JPEG", quality=85)
+        return picture_jpeg(canvas)

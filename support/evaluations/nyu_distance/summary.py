@@ -226,12 +226,9 @@ def data_label(run: RunSettings) -> str | None:
     return f"synthetic sample ({where}; not the real NYU Depth V2)"
 
 
-def write_report(
-    summary: pd.DataFrame, outcomes: list[Outcome], path: Path, data: str | None = None
-) -> Path:
+def report_text(summary: pd.DataFrame, outcomes: list[Outcome], data: str | None = None) -> str:
     """report.md: what the data is, what is measured, the overall table with intervals, MAE by
     true distance."""
-    from support.files import atomic_write_text
     from support.tables import markdown_table, report_head, with_intervals
 
     lines = [
@@ -253,8 +250,7 @@ def write_report(
         markdown_table(by_distance(outcomes).round(3)),
         "",
     ]
-    atomic_write_text(path, "\n".join(lines))
-    return path
+    return "\n".join(lines)
 
 
 def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path) -> Path | None:
@@ -329,12 +325,12 @@ def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path)
 def write_outputs(
     outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
-    """The source's nyu_distance_results.json and marked images, report.md and the
+    """The source's nyu_distance_results.json and marked images, report.md's part and the
     prediction-vs-truth plot (none without outcomes)."""
+    ctx.report.add(report_text(summary, outcomes, data_label(ctx.run)))
     plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png")
     return [
         write_results_json(outcomes, out_dir / "nyu_distance_results.json", ctx.compat),
-        write_report(summary, outcomes, out_dir / "report.md", data_label(ctx.run)),
         *([plot] if plot else []),
         *write_marked_images(outcomes, ctx.run, out_dir / "marked_images"),
     ]

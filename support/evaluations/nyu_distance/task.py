@@ -36,6 +36,7 @@ from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
 from support.evaluations.nyu_distance.spec import NyuSettings
 from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
 from support.memo import OnceCache
+from support.reporting import fit_picture, picture_jpeg
 from support.settings import Compat, RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
@@ -257,7 +258,7 @@ class NyuDistanceEvaluation(Evaluation):
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """The marked image with the prediction and the truth written under it."""
-        image = Image.open(io.BytesIO(self.marked(case))).convert("RGB")
+        image = fit_picture(Image.open(io.BytesIO(self.marked(case))).convert("RGB"))
         pred = (outcome.prediction or {}).get("distance_m")
         gt = case.params["gt_distance"]
         text = f"truth {gt:.2f} m   prediction " + (
@@ -268,5 +269,4 @@ class NyuDistanceEvaluation(Evaluation):
         ImageDraw.Draw(canvas).text(
             (8, image.height + 5), text, fill=(0, 0, 0), font=ImageFont.load_default(size=18)
         )
-        canvas.thumbnail((640, 640))
-        return encode_image(canvas, "JPEG", quality=85)
+        return picture_jpeg(canvas)

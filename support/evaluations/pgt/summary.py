@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.comparisons.pairing import Comparisons, strip_model
+from support.comparisons.pairing import Comparisons
 from support.evaluation import SummaryContext
 from support.evaluations.pgt import source_metrics as sm
 from support.evaluations.pgt.answers import AI, REAL
@@ -130,7 +130,7 @@ def variant(o: Outcome) -> str:
 def pair_key(o: Outcome, field: str) -> str:
     """The same image (and the rest of the combination): the case id without the model and
     without the compared part (`-cot-prefill`, `-n5`)."""
-    case = strip_model(o)
+    case = o.item_id
     part = {"variant": variant(o), "n": f"n{o.group['n']}"}.get(field)
     return (case + "-").replace(f"-{part}-", "-", 1) if part else case
 
@@ -396,10 +396,8 @@ def write_outputs(
         ]
     recall_columns = [*COMBINATION, "generator", "recall", "recall_lo", "recall_hi", "n"]
     recall = pd.DataFrame(recall_rows, columns=recall_columns)  # a header even when empty
-    in_run = [
-        write_csv(recall, out_dir / "generator_recall.csv"),
-        write_report(summary, recall, out_dir / "report.md", data_label(run)),
-    ]
+    ctx.report.add(report_text(summary, recall, data_label(run)))
+    in_run = [write_csv(recall, out_dir / "generator_recall.csv")]
     # the source's figures, from this run's performance and reasoning files (the PNGs show in
     # the HTML report); a figure the data cannot make is skipped, its reason logged; none
     # without results/pgt (no outcomes: the plots would read a missing folder as a file)
@@ -499,9 +497,7 @@ def data_label(run: RunSettings) -> str | None:
     return "synthetic sample (support/evaluations/pgt/synthetic.py; not a real PGT dataset)"
 
 
-def write_report(
-    summary: pd.DataFrame, recall: pd.DataFrame, path: Path, data: str | None = None
-) -> Path:
+def report_text(summary: pd.DataFrame, recall: pd.DataFrame, data: str | None = None) -> str:
     """report.md: what the data is, the headline table and per-generator recall, with 95%
     intervals."""
     head = headline(summary)
@@ -520,5 +516,4 @@ def write_report(
             "",
             markdown_table(with_intervals(recall, ["recall"])),
         ]
-    atomic_write_text(path, "\n".join(parts) + "\n")
-    return path
+    return "\n".join(parts) + "\n"

@@ -40,9 +40,10 @@ from support.evaluations.pgt.phrases import QUESTION, Prompt, build_prompt
 from support.evaluations.pgt.spec import PgtSettings
 from support.evaluations.pgt.synthetic import ensure_pgt_sample
 from support.memo import OnceCache
+from support.reporting import fit_picture, picture_jpeg
 from support.runner import CallLog
 from support.settings import RunSettings
-from support.types import Case, Outcome, Part, Request, Response, Verdict, encode_image
+from support.types import Case, Outcome, Part, Request, Response, Verdict
 
 STAGE1_MAX_TOKENS = 512  # reasoning
 DEBUG_EXAMPLES = 5  # --pgt-debug, as the source's --debug
@@ -337,7 +338,7 @@ class PgtEvaluation(Evaluation):
         least 480 px wide, for the text)."""
         with Image.open(io.BytesIO(self.image(case.params["row"]).image or b"")) as im:
             picture = im.convert("RGB")
-        picture.thumbnail((640, 640))
+        fit_picture(picture)
         votes = (outcome.prediction or {}).get("vote_distribution", {})
         predicted = (outcome.prediction or {}).get("aggregated_prediction")
         font = ImageFont.load_default(size=18)  # px
@@ -351,7 +352,7 @@ class PgtEvaluation(Evaluation):
         for i, line in enumerate(lines):
             fill = "black" if i == 0 else color
             draw.text((6, picture.height + 4 + 24 * i), line, fill=fill, font=font)
-        return encode_image(canvas, "JPEG", quality=85)
+        return picture_jpeg(canvas)
 
 
 RESPONSE_TYPES = {

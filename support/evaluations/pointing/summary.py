@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.comparisons.pairing import Comparisons, strip_model
+from support.comparisons.pairing import Comparisons
 from support.evaluation import SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
@@ -87,7 +87,7 @@ def presence_correct(o: Outcome) -> int:
 
 def pair_key(o: Outcome, field: str) -> str:
     """The same sample and organ: the case id without the model (and the condition)."""
-    case = strip_model(o)
+    case = o.item_id
     if field != "condition":
         return case
     return (case + "-").replace(f"-{o.group['condition']}-", "-", 1)
@@ -258,10 +258,9 @@ def ranked_organs(f1: dict[str, float], k: int = 3, best: bool = True) -> str:
     return "; ".join(parts)
 
 
-def write_report(summary: pd.DataFrame, path: Path, data: str | None = None) -> Path:
+def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
     """report.md: what the data is, overall, per organ, best and worst organs, conditions
     compared."""
-    from support.files import atomic_write_text
     from support.tables import markdown_table, report_head, with_intervals
 
     title = "Pointing evaluation" if data else "Pointing evaluation (CholecSeg8k)"
@@ -303,8 +302,7 @@ def write_report(summary: pd.DataFrame, path: Path, data: str | None = None) -> 
     lines += ["", "## Per organ", ""]
     per_organ = organs[["model", "condition", "organ", "n", *METRICS[:5]]]
     lines += [per_organ.round(3).to_markdown(index=False), ""]
-    atomic_write_text(path, "\n".join(lines))
-    return path
+    return "\n".join(lines)
 
 
 def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path | None:
@@ -477,13 +475,11 @@ def write_source_files(outcomes: list[Outcome], out_dir: Path, split: str = "tra
 def write_outputs(
     outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
-    """report.md and the per-organ F1 plot in the run folder; source runs add the original's
-    per-sample and metrics files."""
+    """report.md's part and the per-organ F1 plot in the run folder; source runs add the
+    original's per-sample and metrics files."""
+    ctx.report.add(report_text(summary, data_label(ctx.run)))
     plot = plot_f1_by_organ(summary, out_dir)
-    paths = [
-        write_report(summary, out_dir / "report.md", data_label(ctx.run)),
-        *([plot] if plot else []),
-    ]
+    paths = [plot] if plot else []
     if ctx.compat == "source":
         paths += write_source_files(outcomes, out_dir)
     return paths

@@ -56,6 +56,7 @@ from support.evaluations.pointing.selection import near_miss_negative
 from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.synthetic import ensure_cholecseg8k
 from support.memo import FileMemo, OnceCache
+from support.reporting import PICTURE_PX, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
@@ -68,7 +69,6 @@ CANVAS_RECIPE = "letterbox-bicubic-black-png1"
 TARGET_RULE = "centre-labels-interior-edt-v1"
 
 CANVAS = (768, 768)  # (width, height) canvas px
-PICTURE_PX = 640  # the HTML picture's width (px; ~29 KB as JPEG at quality 75)
 OUTLINE_GROW_PX = 2  # its organ outline: 1 canvas px grown by this on each side (~4 px shown)
 CAPTION_FONT_PX = 22  # its caption, on the canvas (px; ~18 px once scaled to PICTURE_PX)
 PLAN_OF = {"fewshot_standard": "standard", "fewshot_hard_negatives": "hard_negatives"}
@@ -525,7 +525,7 @@ class PointingEvaluation(Evaluation):
         font = ImageFont.load_default(size=font_px)
         for i, line in enumerate(lines):
             draw.text((6, height + 4 + caption * i), line, fill=(0, 0, 0), font=font)
-        return encode_image(picture, "JPEG", quality=75)
+        return picture_jpeg(picture)
 
     def _picture_canvas_of(self, row: int) -> tuple[np.ndarray, float]:
         return self._pictures.get(row, self._picture_canvas)

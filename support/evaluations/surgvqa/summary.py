@@ -276,9 +276,8 @@ def write_outputs(
                     },
                 ),
             ]
-    report = out_dir / "report.md"
-    atomic_write_text(report, report_text(summary, data_label(ctx.run)))
-    return [*written, report]
+    ctx.report.add(report_text(summary, data_label(ctx.run)))
+    return written
 
 
 def data_label(run: RunSettings) -> str | None:

@@ -70,12 +70,15 @@ from support.evaluations.surgvqa.video import (
     read_frames,
 )
 from support.memo import OnceCache
+from support.reporting import PICTURE_PX, fit_picture, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
 OPEN_CORRECT_BLEU = 0.5  # an open answer is coloured `correct` from this max-BLEU on
 JPEG_QUALITY = 95  # frames are sent as JPEG (they come from an H.264 video already)
-VQA_TILE_PX = 320  # the HTML picture of a VQA case: 2 x 2 frames, each up to this a side
+VQA_TILE_PX = (
+    PICTURE_PX // 2
+)  # the HTML picture of a VQA case: 2 x 2 frames, each up to this a side
 VQA_LINE_CHARS = 62  # its text wrapped at this many characters (18 px font, 640 px wide)
 TRUTH, PREDICTED = (0, 200, 0), (230, 0, 0)  # box colours of the HTML pictures
 
@@ -349,8 +352,7 @@ class SurgvqaEvaluation(Evaluation):
                     x, y, w, h = b["bbox"]
                     draw.rectangle([x, y, x + w, y + h], outline=colour, width=3)
                     draw.text((x + 3, y + 2), b["label"], fill=colour, font=font)
-            image.thumbnail((640, 640))
-            return encode_image(image, "JPEG", quality=85)
+            return picture_jpeg(fit_picture(image))
         _, frames = self.clip(case)
         shown = [
             Image.open(io.BytesIO(frames[i])).convert("RGB")
@@ -379,4 +381,4 @@ class SurgvqaEvaluation(Evaluation):
         draw = ImageDraw.Draw(canvas)
         for j, line in enumerate(lines):
             draw.text((6, text_top + 24 * j), line, fill=(0, 0, 0), font=font)
-        return encode_image(canvas, "JPEG", quality=85)
+        return picture_jpeg(canvas)
