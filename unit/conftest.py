@@ -8,6 +8,22 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The suite runs pytest children (`pytest evals/...` in a subprocess): they skip hypothesis's
+# plugin, which imports hypothesis at every terminal summary (~1 s a child here; the children
+# never use it). See child_pytest_flags.
+CHILD_PYTEST_FLAGS = ("-p", "no:hypothesispytest")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def child_pytest_flags() -> None:
+    """CHILD_PYTEST_FLAGS in PYTEST_ADDOPTS for the subprocesses the tests start. Set once the
+    session runs, so neither this process's options nor its xdist workers' (started earlier)
+    take them: the unit tests' own @given tests keep hypothesis's plugin. pytester clears
+    PYTEST_ADDOPTS for its runs; run_suite passes the flags itself."""
+    os.environ["PYTEST_ADDOPTS"] = " ".join(
+        [os.environ.get("PYTEST_ADDOPTS", ""), *CHILD_PYTEST_FLAGS]
+    ).strip()
+
 
 pytest_plugins = ["pytester"]
 
@@ -57,6 +73,7 @@ def run_suite(pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path):
             "--bootstrap=200",
             "-p",
             "no:cacheprovider",
+            *CHILD_PYTEST_FLAGS,
             *args,
         ]
         return pytester.runpytest_subprocess(*argv, timeout=300), results
