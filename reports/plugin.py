@@ -214,8 +214,12 @@ class ReportPlugin:
                 section = report_section(table, notes)
         finally:  # report.md once, with whatever the summary added before anything failed
             notice = self.partial_line() if self.interrupted else None  # partial numbers
-            path = out_dir / "report.md"
-            self._attempt(name, lambda: [p for p in [ctx.report.write(path, notice, section)] if p])
+
+            def write_report() -> list[Path]:
+                path = ctx.report.write(out_dir / "report.md", notice, section)
+                return [path] if path else []
+
+            self._attempt(name, write_report)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         tr = terminalreporter

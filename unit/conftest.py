@@ -15,14 +15,16 @@ CHILD_PYTEST_FLAGS = ("-p", "no:hypothesispytest")
 
 
 @pytest.fixture(scope="session", autouse=True)
-def child_pytest_flags() -> None:
+def child_pytest_flags():
     """CHILD_PYTEST_FLAGS in PYTEST_ADDOPTS for the subprocesses the tests start. Set once the
     session runs, so neither this process's options nor its xdist workers' (started earlier)
     take them: the unit tests' own @given tests keep hypothesis's plugin. pytester clears
-    PYTEST_ADDOPTS for its runs; run_suite passes the flags itself."""
-    os.environ["PYTEST_ADDOPTS"] = " ".join(
-        [os.environ.get("PYTEST_ADDOPTS", ""), *CHILD_PYTEST_FLAGS]
-    ).strip()
+    PYTEST_ADDOPTS for its runs; run_suite passes the flags itself. Undone when the session
+    ends."""
+    flags = " ".join([os.environ.get("PYTEST_ADDOPTS", ""), *CHILD_PYTEST_FLAGS]).strip()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTEST_ADDOPTS", flags)
+        yield
 
 
 pytest_plugins = ["pytester"]

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend, public_url
-from support.backends.registry import prefill_mode_of
+from support.backends.registry import NATIVE_PREFILL, prefill_mode_of
 from support.backends.retry import MalformedResponse, is_malformed
 from support.batches import BatchLimits, BatchState
 from support.types import Part, Request, Response, Usage
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 # the SDK (~0.8 s to import) is imported by the first call: a run whose answers are all cached
 # never needs it
 
-NATIVE = prefill_mode_of("openai-compatible")  # "native": the server continues the prefill
 COMPATIBLE_CONCURRENCY = 128  # requests in flight to an openai-compatible: server by default
 # vLLM chat-template switches that make the server continue the trailing assistant message
 CONTINUE_BODY = {"continue_final_message": True, "add_generation_prompt": False}
@@ -248,7 +247,7 @@ class OpenAIChatBackend(ApiBackend):
         return openai_result(completion)
 
     async def generate(self, request: Request) -> Response:
-        body = openai_body(request, self.model_id, self.prefill_mode == NATIVE)
+        body = openai_body(request, self.model_id, self.prefill_mode == NATIVE_PREFILL)
         return await self._call(request, lambda: self._once(body), openai_retryable)
 
     # ---- the Batch API (--batch, support/batches.py) ------------------------------------
@@ -256,7 +255,7 @@ class OpenAIChatBackend(ApiBackend):
 
     async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
         """Upload the requests as a JSONL file (purpose "batch") and create a batch of it."""
-        native = self.prefill_mode == NATIVE
+        native = self.prefill_mode == NATIVE_PREFILL
         data = b"".join(
             openai_batch_line(key, openai_body(request, self.model_id, native))
             for key, request in items

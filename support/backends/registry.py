@@ -139,11 +139,12 @@ def box_convention_of(provider: str, model_id: str) -> str:
 # turn open, a server's continue_final_message) or a fallback, a final assistant/model turn the
 # API answers after rather than continues (OpenAI, Gemini). Providers not listed (the reference
 # doubles) are handed the request itself.
+NATIVE_PREFILL = "native"
 PREFILL_MODES: dict[str, str] = {
-    "anthropic": "native",
-    "vllm": "native",
-    "hf": "native",
-    "openai-compatible": "native",
+    "anthropic": NATIVE_PREFILL,
+    "vllm": NATIVE_PREFILL,
+    "hf": NATIVE_PREFILL,
+    "openai-compatible": NATIVE_PREFILL,
     "openai": "assistant-turn fallback",
     "google": "model-turn fallback",
 }

@@ -76,9 +76,8 @@ from support.types import Case, Outcome, Part, Request, Verdict, encode_image
 
 OPEN_CORRECT_BLEU = 0.5  # an open answer is coloured `correct` from this max-BLEU on
 JPEG_QUALITY = 95  # frames are sent as JPEG (they come from an H.264 video already)
-VQA_TILE_PX = (
-    PICTURE_PX // 2
-)  # the HTML picture of a VQA case: 2 x 2 frames, each up to this a side
+# the HTML picture of a VQA case: 2 x 2 frames, each up to this a side (px)
+VQA_TILE_PX = PICTURE_PX // 2
 VQA_LINE_CHARS = 62  # its text wrapped at this many characters (18 px font, 640 px wide)
 TRUTH, PREDICTED = (0, 200, 0), (230, 0, 0)  # box colours of the HTML pictures
 
