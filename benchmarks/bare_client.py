@@ -1,6 +1,6 @@
 """The floor of an API client: replay recorded request bodies to an OpenAI-compatible server.
 
-    OPENAI_API_KEY=... python benchmarks/bare_client.py URL BODIES_DIR [--concurrency 32]
+    VLMBENCH_API_KEY=... python benchmarks/bare_client.py URL BODIES_DIR [--concurrency 32]
 
 URL is the server's root (`http://127.0.0.1:PORT`); the bodies are POSTed to
 `URL/v1/chat/completions` as they are, byte for byte (`BODIES_DIR/*.json`, as `python -m
@@ -96,7 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("bodies", type=Path, help="folder of recorded request bodies (*.json)")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--library", choices=LIBRARIES, default=None, help="default: the first found")
-    ap.add_argument("--key-env", default="OPENAI_API_KEY", help="variable holding the API key")
+    ap.add_argument(
+        "--key-env",
+        default="VLMBENCH_API_KEY",  # what vlmbench's openai-compatible: reads
+        help="variable holding the API key",
+    )
     args = ap.parse_args(argv)
     library = args.library or available_library()
     if library is None:

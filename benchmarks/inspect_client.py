@@ -1,6 +1,6 @@
 """An outside framework's cost: replay recorded request bodies through inspect_ai's eval loop.
 
-    OPENAI_API_KEY=... python benchmarks/inspect_client.py URL BODIES_DIR [--concurrency 32]
+    VLMBENCH_API_KEY=... python benchmarks/inspect_client.py URL BODIES_DIR [--concurrency 32]
 
 The same requests as `bare_client.py` (`BODIES_DIR/*.json`, as `python -m support.testing.loopback
 --record` writes them, each the JSON body of one POST /v1/chat/completions), sent by inspect_ai,
@@ -191,7 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("url", help="server root, e.g. http://127.0.0.1:8000")
     ap.add_argument("bodies", type=Path, help="folder of recorded request bodies (*.json)")
     ap.add_argument("--concurrency", type=int, default=32)
-    ap.add_argument("--key-env", default="OPENAI_API_KEY", help="variable holding the API key")
+    ap.add_argument(
+        "--key-env",
+        default="VLMBENCH_API_KEY",  # what vlmbench's openai-compatible: reads
+        help="variable holding the API key",
+    )
     args = ap.parse_args(argv)
     if importlib.util.find_spec("inspect_ai") is None:
         raise SystemExit("inspect_ai is not importable here: pip install inspect_ai openai")

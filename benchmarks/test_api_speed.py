@@ -168,7 +168,7 @@ def children_cpu_s() -> float:
 
 def timed(cmd: list[str]) -> tuple[float, float, float, subprocess.CompletedProcess]:
     """Run `cmd` in the repo; (started_at, ended_at, CPU seconds of it and its children, proc)."""
-    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    env = {**os.environ, "VLMBENCH_API_KEY": KEY}  # openai-compatible:'s key, and the replays'
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as on a user's machine (module docstring)
     cpu0 = children_cpu_s()
     started_at = time.time()

@@ -13,6 +13,10 @@
 - **Summary.** A contents list first (each evaluation with its counts by status), then each
   evaluation in run order (the order its first outcome arrived): its headline table, paired
   comparisons and plots, numbers formatted as in report.md.
+- **Data is text.** A test id carries a model name and a case id (from data file names), and
+  pytest-html 4 puts it into its row cell unescaped (`<td class="col-testId">{test_id}</td>`),
+  which its page then parses as HTML: `escaped_test_id` escapes that cell in the row hook. Every
+  cell and extra the suite adds escapes what it shows (fixtures.case_extras: answers, errors).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ NO_STATUS = "none"  # an item without outcomes (skipped, or broken before its ca
 DEFAULT_INLINE_MB = 8.0  # MB (1e6 bytes) of base64 pictures a self-contained report inlines
 PICTURE_WIDTH_PX = 640  # how wide a picture shows in a case's details (CSS px); a click: full
 HTML_KEY = pytest.StashKey["HtmlCases"]()
+TEST_ID_CELL = '<td class="col-testId">'  # how pytest-html 4 opens the Test cell of a row
 ZOOM = "vlmbenchZoom(this)"  # a picture's onclick: full size and back (defined in the summary)
 
 HIDING = "\n".join(  # a status's checkbox unticked: the body gets vlmbench-hide-<status>
@@ -161,6 +166,10 @@ class HtmlCases:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list) -> None:
+        # Escaped here, in pytest-html's own hook, rather than in a patched copy of its
+        # template or app.js: the hook sees each row's cells before pytest-html stores them for
+        # the table and for sorting (_hydrate_data), and it survives an upgrade of pytest-html.
+        cells[:] = [escaped_test_id(c) for c in cells]
         cells.insert(1, self.status_cell(report.nodeid))
 
     def pictures_note(self) -> str:
@@ -175,6 +184,17 @@ class HtmlCases:
             f"--html-inline-mb {self.budget_bytes / 1e6:g}), {self.linked} in "
             f"{html.escape(where)}.</p>"
         )
+
+
+def escaped_test_id(cell: object) -> object:
+    """pytest-html's Test cell with its text (the raw test id: model names, case ids from file
+    names) HTML-escaped, so markup in it shows as text; any other cell as it is. Escaping what
+    is inside the cell (not rebuilding it from the node id) keeps pytest-html's own text, e.g.
+    its `::setup` suffix; should a later pytest-html escape it too, the page would show `&lt;`,
+    still never markup."""
+    if not (isinstance(cell, str) and cell.startswith(TEST_ID_CELL) and cell.endswith("</td>")):
+        return cell
+    return f"{TEST_ID_CELL}{html.escape(cell[len(TEST_ID_CELL) : -len('</td>')])}</td>"
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -15,7 +15,9 @@ The controller's reporter (reports.plugin) writes one per evaluation at session 
     prompts   sha256 of the source file of each prompt module (the spec's `prompt_modules`), and
               the outcomes' prompt hashes: how many, how many distinct, a digest of the distinct
     models    per `--model`: kind and provider (the registry), the backend's identity as the
-              response cache keys it, and requests sent / cache hits summed over processes (the
+              response cache keys it, the endpoint that answered an API model (scheme, host,
+              port, path: no credentials, query or fragment; the vendor's own too, which the
+              identity leaves out), and requests sent / cache hits summed over processes (the
               engine statistics every process hands the reporter)
     times     session start and end (UTC, ISO 8601) and wall seconds
     host      python, platform, CPU count, memory, GPU names (null when none is seen)
@@ -352,9 +354,9 @@ def models_section(
     outcomes: Sequence[Outcome],
 ) -> dict[str, dict[str, Any]]:
     """Per model: kind, provider, model id and traits (the registry, nothing built), the backend
-    identity the engine statistics carry (null when no process used the model), requests sent
-    and cache hits summed over processes, and the same two counts of this evaluation's
-    outcomes."""
+    identity and endpoint the engine statistics carry (null when no process used the model, or
+    for a model no URL answers), requests sent and cache hits summed over processes, and the
+    same two counts of this evaluation's outcomes."""
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(
         [*models, *(s.get("model") for v in engine_stats.values() for s in v)]
@@ -382,6 +384,8 @@ def models_section(
             "model_id": model_id,
             "traits": traits,  # how its boxes and prefills are read (ModelSpec.traits)
             "identity": identities[0] if identities else None,
+            # the URL that answered (support.backends.api_backend.answering_endpoint)
+            "endpoint": next((s["endpoint"] for _, s in stats if s.get("endpoint")), None),
             "cache_schema": SCHEMA_VERSION,
             "sent": sum(int(s.get("sent") or 0) for _, s in stats),
             "cache_hits": sum(int(s.get("cache_hits") or 0) for _, s in stats),

@@ -24,7 +24,6 @@ import pytest
 from reports import terminal
 from reports.gates import Gate, failed_gates
 from support import evaluations
-from support.backends.keys import redact
 from support.evaluation import SummaryContext
 from support.settings import RunSettings
 from support.types import Case, Outcome
@@ -49,6 +48,8 @@ REPORT_MODULES = (
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
 OUTCOMES_ATTR = "vlmbench_outcomes"  # TestReport attribute: list of Outcome JSON dicts
 MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary (-v)
+# engine statistics the terminal's engine table leaves out (in manifest.json, or batch lines)
+MANIFEST_ONLY_STATS = ("identity", "endpoint", "batch_api")
 
 
 def interval_label(run: RunSettings) -> str:
@@ -222,7 +223,7 @@ class ReportPlugin:
             self._attempt(name, write_report)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        tr = terminalreporter
+        tr = terminal.PrintableLines(terminalreporter)  # no escape sequence from data printed
         if self.headlines or self.engine_stats or self.failed_summaries:  # not --collect-only
             if tr.config.option.verbose > 0:
                 self._terminal_tables(tr)
@@ -256,13 +257,10 @@ class ReportPlugin:
         if errors:
             for line in errors:
                 tr.write_line(line, red=True)
-            # credentials in the arguments (--api-base user:pass@) are not echoed: shown as ***
-            args = redact(" ".join(tr.config.invocation_params.args))
-            tr.write_line(
-                f"rerun what failed: pytest {args} --lf (answers already received are cached)"
-            )
+            # quoted for the shell; credentials (--api-base user:pass@) shown as ***
+            tr.write_line(terminal.rerun_line(tr.config.invocation_params.args))
         for msg in self.gate_messages:
-            terminalreporter.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
+            tr.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
 
     def outcomes_of(self, name: str) -> list[Outcome]:
         """The outcomes of one evaluation, in arrival order."""
@@ -338,8 +336,8 @@ class ReportPlugin:
             if len(files) > MAX_LISTED_FILES:
                 tr.write_line(f"... and {len(files) - MAX_LISTED_FILES} more files")
         rows = [
-            # identity: in manifest.json; batches: their own lines (terminal.batch_lines)
-            {"process": p, **{k: v for k, v in s.items() if k not in ("identity", "batch_api")}}
+            # identity, endpoint: in manifest.json; batch_api: terminal.batch_lines
+            {"process": p, **{k: v for k, v in s.items() if k not in MANIFEST_ONLY_STATS}}
             for p, stats in sorted(self.engine_stats.items())
             for s in stats
         ]

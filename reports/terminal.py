@@ -6,10 +6,17 @@ folders: about 40 lines for the five quick subsets. `-v` prints the full headlin
 file written and the engine statistics, as the reporter always did. The brief table keeps the
 intervals while it fits the terminal's width and drops them (summary.csv, report.md keep them)
 when there are too many models.
+
+Text from outside the suite (a server's error, a model's answer or name) reaches the terminal only
+through `printable` (the reporter's lines through `PrintableLines`): an escape sequence in it would
+otherwise retitle, clear or rewrite the user's terminal. The "rerun what failed" line quotes each
+argument as a POSIX shell reads it (`rerun_line`), so pasting it runs pytest and nothing else.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +30,61 @@ if TYPE_CHECKING:
 MAX_WIDTH = 120  # terminal columns a brief table may take
 MAX_ERRORS_LISTED = 3  # distinct pipeline errors named per evaluation
 ERROR_CHARS = 160  # characters of one error message shown
+
+# ECMA-48 sequences, removed whole: CSI (`ESC [` or 0x9b, parameters, final byte), a terminated
+# OSC/DCS/APC/PM/SOS string (`ESC ]` ... BEL or ST), a two-character escape (`ESC x`); then every
+# other C0/C1 control but tab and newline (DEL too), e.g. what is left of an unterminated string
+_SEQUENCES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[ -~]"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` as the terminal may show it: escape sequences and C0/C1 control characters removed
+    (tab and newline kept), so a server's or a model's text cannot drive the terminal."""
+    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
+
+
+class PrintableLines:
+    """A terminal reporter whose `write_line` and `write_sep` print only `printable` text; every
+    other attribute is the reporter's own."""
+
+    def __init__(self, reporter: Any) -> None:
+        self._reporter = reporter
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self._reporter.write_line(printable(str(line)), **markup)
+
+    def write_sep(self, sep: str, title: str | None = None, **kwargs: Any) -> None:
+        self._reporter.write_sep(sep, None if title is None else printable(title), **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reporter, name)
+
+
+def printable_report(report: Any) -> None:
+    """A failed test report, changed in place so pytest prints no escape sequence: its failure
+    text (a pipeline error, an exception quoting an earlier round's error) and its captured
+    sections made `printable`. A failure whose text needs no change keeps pytest's own repr."""
+    if not getattr(report, "failed", False):
+        return
+    text = report.longreprtext
+    if printable(text) != text:
+        report.longrepr = printable(text)
+    report.sections = [(head, printable(body)) for head, body in report.sections]
+
+
+def rerun_line(args: Sequence[str]) -> str:
+    """`rerun what failed: pytest <args> --lf ...`, each argument redacted (credentials in
+    `--api-base user:pass@` become ***) and then quoted for a POSIX shell (shlex.join): `-k "a or
+    b"` pastes back as one argument, and `$(...)` or a backquote in one is text, never run."""
+    from support.backends.keys import redact
+
+    command = shlex.join(["pytest", *(redact(str(a)) for a in args), "--lf"])
+    return f"rerun what failed: {command} (answers already received are cached)"
 
 
 def interval_metrics(headline: pd.DataFrame) -> list[str]:
@@ -144,7 +206,10 @@ def counts_line(outs: Sequence[Outcome], comparisons: pd.DataFrame | None) -> st
 def error_lines(name: str, outs: Iterable[Outcome]) -> list[str]:
     """The pipeline errors of an evaluation, the most frequent first: `model: message (count)`."""
     errors = Counter(
-        (o.model, " ".join(str(o.error or "unknown error").split())[:ERROR_CHARS])
+        (
+            printable(o.model),
+            " ".join(printable(str(o.error or "unknown error")).split())[:ERROR_CHARS],
+        )
         for o in outs
         if o.status == "error"
     )

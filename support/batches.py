@@ -8,7 +8,23 @@ So a case of two stages (pgt) or a search of rounds (dynamic) advances one stage
 next request exists only once the batch holding the last one has ended.
 
 Each batch submitted leaves a record in `<cache-dir>/batches/` (`BatchRecords`: provider, the
-model's cache identity, batch id, the cache key of each request in order). The modes:
+model's cache identity, batch id, the cache key of each request in order). Never paid twice: before
+a batch is created its intent is written (`BatchIntent`: the keys in order and a random nonce, in
+`<identity>/intents/`), and the nonce travels with the batch (OpenAI: `metadata`; Gemini: the
+display name; Anthropic, whose batches carry no metadata: each item's custom_id); once created, the
+intent becomes the record. A run killed in between leaves an intent and no record: every run first
+lists the provider's batches (`list_batches`, newest first, those created since the oldest intent,
+less `CLOCK_SKEW_S`, at most `MAX_LISTED`) and turns an intent whose nonce it finds into a record
+(waited on and collected as any). An intent the list does not hold is dropped (its requests are
+sent again) only when the list was read whole and the intent is `LIST_LAG_S` old (a batch created
+moments ago may not be listed yet: a younger one is looked up again once it is that old); when the
+list cannot be read, or stops at `MAX_LISTED`, the intent stays and its requests are not sent
+(skipped, naming the intent's file). Anthropic's list shows no nonce until a batch has ended: a
+running batch created after the intent, with the intent's item count and no record, is taken for
+it, and its results are read only for custom_ids carrying the nonce. An intent whose process still
+runs on this host (another xdist worker creating it now) is left to that process.
+
+The modes:
 - `wait` (default): poll every `poll_s` seconds until each batch has ended, then score.
 - `submit`: submit what the cache and the pending batches lack, and end: its cases are skipped,
   naming the batch. Rerun (`--batch collect`, or the same command) once the batch has ended.
@@ -33,14 +49,18 @@ import contextvars
 import dataclasses
 import json
 import logging
+import os
+import secrets
+import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from support.backends.base import BackendError
 from support.backends.keys import redact
+from support.backends.retry import backend_error
 from support.types import Request, Response, canonical_json, sha256_hex
 
 log = logging.getLogger(__name__)
@@ -50,10 +70,30 @@ POLL_S = 30.0  # seconds between status reads of a batch in progress (--batch-po
 SETTLE_S = 0.25  # seconds the queue must stay blocked before a round is cut
 SUBMITS_AT_ONCE = 2  # batches of one round uploaded at the same time
 MAX_POLL_ERRORS = 5  # failed status reads in a row before the batch's waiters fail
+CLOCK_SKEW_S = 600.0  # seconds the provider's clock may be behind ours (the list's lower bound)
+LIST_LAG_S = 60.0  # seconds after its intent before a batch missing from the list is taken as
+# never created (a list may not yet show a batch created moments ago)
+MAX_LISTED = 5_000  # batches read from a provider's list at most: past it, intents stay unresolved
+NONCE_HEX = 12  # hex digits of an intent's nonce (48 random bits)
 
 # which case a request belongs to: set while a case evaluates (ModelClient.admitted); the tasks a
 # case forks copy it, so a case is blocked when any of its requests waits in the queue
 CASE = contextvars.ContextVar[object | None]("vlmbench_batch_case", default=None)
+
+
+class BatchNotCreated(BackendError):
+    """The provider refused to create the batch (an HTTP 4xx answer, 408 aside): none exists."""
+
+
+def creation_error(model: str, exc: BaseException) -> BackendError:
+    """What an error of a batch's create call becomes: BatchNotCreated when the provider
+    answered with a refusal (nothing to look up later), else a BackendError (a batch may exist:
+    the intent stays, the next run looks for it)."""
+    error = backend_error(model, exc)
+    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status != 408:
+        return BatchNotCreated(str(error))
+    return error
 
 
 class BatchPending(Exception):
@@ -85,6 +125,19 @@ class BatchState:
     total: int
 
 
+@dataclass(frozen=True)
+class ListedBatch:
+    """One batch of a provider's list: `nonce` is the intent nonce it carries (None: none, or
+    not readable yet: `readable` False, Anthropic's running batches); `items` as the provider
+    counts them (Anthropic: samples)."""
+
+    batch_id: str
+    created_at: float  # epoch seconds, the provider's clock
+    nonce: str | None
+    items: int
+    readable: bool = True
+
+
 class BatchApi(Protocol):
     """What a backend with a batch API implements (the three vendors' backends)."""
 
@@ -95,15 +148,23 @@ class BatchApi(Protocol):
 
     async def start(self) -> None: ...
 
-    async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
-        """Submit (cache key, request) pairs as one batch; its id."""
+    async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
+        """Submit (cache key, request) pairs as one batch carrying `nonce`; its id. A refusal is
+        BatchNotCreated (`creation_error`)."""
+        ...
+
+    def list_batches(self, since: float) -> AsyncIterator[ListedBatch]:
+        """The provider's batches, newest first, down to those created at `since` (epoch s)."""
         ...
 
     async def batch_state(self, batch_id: str) -> BatchState: ...
 
-    async def batch_results(self, batch_id: str, keys: Sequence[str]) -> dict[str, Response | str]:
+    async def batch_results(
+        self, batch_id: str, keys: Sequence[str], nonce: str | None = None
+    ) -> dict[str, Response | str]:
         """Each answered key's Response (marked `batch`), or the item's error text; keys the
-        batch left unanswered are absent."""
+        batch left unanswered are absent. `nonce`: the batch's intent nonce (Anthropic reads
+        only the items carrying it)."""
         ...
 
 
@@ -152,9 +213,52 @@ class BatchRecord:
     answered: int = 0
     failed: dict[str, str] = field(default_factory=dict)  # key -> the item's error
     unanswered: int = 0  # left by an expired or cancelled batch
+    nonce: str | None = None  # its intent's nonce (None: a record written before intents)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclass
+class BatchIntent:
+    """A batch about to be created, kept in `<cache-dir>/batches/<identity>/intents/` until it
+    is a record (or found never created)."""
+
+    provider: str
+    model: str
+    identity: dict[str, Any]
+    nonce: str
+    keys: list[str]  # cache keys of the requests, in the batch's order
+    items: int  # items as the provider may count them (samples: Anthropic's items)
+    written_at: float  # epoch seconds
+    host: str  # the writing process: its host and pid (a live one owns its intent)
+    pid: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def record(self, batch_id: str, submitted_at: float) -> BatchRecord:
+        return BatchRecord(
+            provider=self.provider,
+            model=self.model,
+            identity=self.identity,
+            batch_id=batch_id,
+            keys=list(self.keys),
+            submitted_at=submitted_at,
+            nonce=self.nonce,
+        )
+
+    def owned_elsewhere(self) -> bool:
+        """Whether another process on this host that is still running wrote it."""
+        if self.host != socket.gethostname() or self.pid == os.getpid():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # exists, another user's
+            return True
+        return True
 
 
 def identity_digest(identity: Mapping[str, Any]) -> str:
@@ -175,6 +279,51 @@ class BatchRecords:
         from support.files import atomic_write_text
 
         atomic_write_text(self._path(record), json.dumps(record.to_json(), indent=1) + "\n")
+
+    def intent_path(self, intent: BatchIntent) -> Path:
+        folder = self.directory / identity_digest(intent.identity) / "intents"
+        return folder / f"{intent.nonce}.json"
+
+    def save_intent(self, intent: BatchIntent) -> None:
+        from support.files import atomic_write_text
+
+        atomic_write_text(self.intent_path(intent), json.dumps(intent.to_json(), indent=1) + "\n")
+
+    def drop_intent(self, intent: BatchIntent) -> None:
+        try:
+            self.intent_path(intent).unlink(missing_ok=True)
+        except OSError as exc:  # a read-only folder: the next run looks it up again
+            log.warning("batch intent %s not removed (%s)", self.intent_path(intent), exc)
+
+    def intents(self, identity: Mapping[str, Any]) -> list[BatchIntent]:
+        """The intents of `identity` that never became records, oldest first (an unreadable
+        one is warned about and left alone)."""
+        folder = self.directory / identity_digest(identity) / "intents"
+        found = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                intent = BatchIntent(**json.loads(path.read_text()))
+            except (OSError, ValueError, TypeError) as exc:
+                log.warning("batch intent %s unreadable (%s): left alone", path, exc)
+                continue
+            if intent.identity == json.loads(canonical_json(dict(identity))):
+                found.append(intent)
+        return sorted(found, key=lambda i: i.written_at)
+
+    def recorded(self, identity: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+        """The batch ids and nonces of every record of `identity`, collected or not."""
+        folder = self.directory / identity_digest(identity)
+        ids, nonces = set(), set()
+        for path in folder.glob("*.json") if folder.is_dir() else []:
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                ids.add(str(data.get("batch_id")))
+                if data.get("nonce"):
+                    nonces.add(str(data["nonce"]))
+        return ids, nonces
 
     def pending(self, identity: Mapping[str, Any]) -> list[BatchRecord]:
         """The records of `identity` not yet collected, oldest first. An unreadable record is
@@ -232,6 +381,7 @@ class BatchQueue:
         self._in_batch: dict[str, str] = {}  # key -> id of the pending batch holding it
         self._answered: dict[str, Response] = {}  # key -> answer, of batches collected this run
         self._failed_now: dict[str, str] = {}  # key -> why, for batches collected in this run
+        self._unresolved: dict[str, str] = {}  # key -> why: in an intent not resolved (not sent)
         self._active: set[object] = set()  # cases evaluating (ModelClient.admitted)
         self._blocked: dict[object, int] = {}  # case -> its requests waiting here
         self._holds = 0  # cases still being started (fixtures: the prefetch)
@@ -284,7 +434,11 @@ class BatchQueue:
         """Once, before the first answer: collect the ended batches of earlier runs, and note
         the keys of those still running."""
         await self.backend.start()
-        for record in self.records.pending(self.backend.identity):
+        adopted = await self._resolve_intents()
+        pending = {r.batch_id: r for r in self.records.pending(self.backend.identity)}
+        for record in adopted:  # also when its record could not be written
+            pending.setdefault(record.batch_id, record)
+        for record in sorted(pending.values(), key=lambda r: r.submitted_at):
             try:
                 state = await self.backend.batch_state(record.batch_id)
             except BackendError as exc:
@@ -296,6 +450,100 @@ class BatchQueue:
             self._batches[record.batch_id] = _Batch(record, state=state)
             for key in record.keys:
                 self._in_batch[key] = record.batch_id
+
+    async def _resolve_intents(self) -> list[BatchRecord]:
+        """The intents of earlier runs that never became records: each batch found in the
+        provider's list (by its nonce) becomes a record; an intent whose batch is surely absent
+        is dropped; the rest keep their requests from being sent. The records made, in order."""
+        identity = self.backend.identity
+        intents = [i for i in self.records.intents(identity) if not i.owned_elsewhere()]
+        ids, nonces = self.records.recorded(identity)
+        for intent in [i for i in intents if i.nonce in nonces]:  # killed after the record
+            self.records.drop_intent(intent)
+            intents.remove(intent)
+        adopted: list[BatchRecord] = []
+        for _ in range(2):  # a second look once the youngest intent is LIST_LAG_S old
+            if not intents:
+                break
+            since = min(i.written_at for i in intents) - CLOCK_SKEW_S
+            try:
+                listed, whole = await self._listed(since)
+            except Exception as exc:
+                why = redact(f"the batch list is unreadable: {exc}")
+                self._leave_unresolved(intents, why)
+                return adopted
+            young, now = [], time.time()
+            for intent in intents:
+                found = self._match(intent, listed, ids)
+                if found is not None:
+                    record = intent.record(found.batch_id, found.created_at)
+                    ids.add(found.batch_id)
+                    adopted.append(record)
+                    log.warning(
+                        "%s: batch %s of an interrupted run found (intent %s): collected, not "
+                        "sent again",
+                        self.backend.name,
+                        found.batch_id,
+                        intent.nonce,
+                    )
+                    try:
+                        self.records.save(record)
+                        self.records.drop_intent(intent)
+                    except OSError as exc:
+                        log.warning("batch %s: record not written (%s)", found.batch_id, exc)
+                elif not whole:
+                    self._leave_unresolved([intent], f"the list stopped at {MAX_LISTED} batches")
+                elif now - intent.written_at >= LIST_LAG_S:
+                    log.info(
+                        "%s: batch intent %s was never created: its requests are sent",
+                        self.backend.name,
+                        intent.nonce,
+                    )
+                    self.records.drop_intent(intent)
+                else:
+                    young.append(intent)
+            intents = young
+            if intents:  # a batch created moments ago may not be listed yet
+                wait = max(LIST_LAG_S - (time.time() - i.written_at) for i in intents)
+                await asyncio.sleep(max(wait, 0.0))
+        return adopted
+
+    async def _listed(self, since: float) -> tuple[list[ListedBatch], bool]:
+        """The provider's batches created since `since`, and whether the list was read whole."""
+        listed: list[ListedBatch] = []
+        async for batch in self.backend.list_batches(since):
+            if len(listed) >= MAX_LISTED:
+                return listed, False
+            listed.append(batch)
+        return listed, True
+
+    @staticmethod
+    def _match(intent: BatchIntent, listed: list[ListedBatch], ids: set[str]) -> ListedBatch | None:
+        """The listed batch carrying the intent's nonce; else (Anthropic, running: no nonce to
+        read) the unrecorded one created after the intent, closest to it, of its item count."""
+        for batch in listed:
+            if batch.nonce == intent.nonce:
+                return batch
+        candidates = [
+            b
+            for b in listed
+            if not b.readable
+            and b.batch_id not in ids
+            and b.items in (len(intent.keys), intent.items)
+            and b.created_at >= intent.written_at - CLOCK_SKEW_S
+        ]
+        return min(candidates, key=lambda b: abs(b.created_at - intent.written_at), default=None)
+
+    def _leave_unresolved(self, intents: list[BatchIntent], why: str) -> None:
+        for intent in intents:
+            path = self.records.intent_path(intent)
+            reason = (
+                f"batch intent {path} unresolved ({why}): not sent, so as not to pay twice; "
+                "rerun, or delete that file to send its requests again"
+            )
+            log.warning("%s: %s", self.backend.name, reason)
+            for key in intent.keys:
+                self._unresolved.setdefault(key, reason)
 
     async def answer(self, key: str, request: Request) -> Response:
         """The answer to a request the cache lacked: from a batch collected now, a pending one,
@@ -329,6 +577,8 @@ class BatchQueue:
                 fut = batch.waiters[key] = asyncio.get_running_loop().create_future()
             self._ensure_poller()
             return await asyncio.shield(fut)
+        if key in self._unresolved:
+            raise BatchPending(self._unresolved[key])
         if self.mode == "collect":
             raise BatchPending(
                 f"not sent: --batch collect submits nothing ({self.backend.name}); "
@@ -371,25 +621,36 @@ class BatchQueue:
         round_: dict[str, tuple[Request, asyncio.Future[Response]]],
     ) -> None:
         futures = {key: round_[key][1] for key, _ in chunk}
+        intent = BatchIntent(
+            provider=self.backend.provider,
+            model=self.backend.name,
+            identity=json.loads(canonical_json(dict(self.backend.identity))),
+            nonce=secrets.token_hex(NONCE_HEX // 2),
+            keys=[key for key, _ in chunk],
+            items=sum(request.n for _, request in chunk),
+            written_at=time.time(),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+        )
+        try:  # first: a run killed once the batch exists finds it by this
+            self.records.save_intent(intent)
+        except OSError as exc:
+            log.warning("batch intent %s not written (%s)", intent.nonce, exc)
         try:
-            batch_id = await self.backend.submit_batch(chunk)
+            batch_id = await self.backend.submit_batch(chunk, intent.nonce)
         except Exception as exc:  # the batch as a whole refused: its requests fail
+            if isinstance(exc, BatchNotCreated):  # else a batch may exist: the intent stays
+                self.records.drop_intent(intent)
             message = redact(f"{self.backend.name}: batch not submitted: {exc}")
             for fut in futures.values():
                 if not fut.done():
                     fut.set_exception(BackendError(message))
             return
-        record = BatchRecord(
-            provider=self.backend.provider,
-            model=self.backend.name,
-            identity=json.loads(canonical_json(dict(self.backend.identity))),
-            batch_id=batch_id,
-            keys=[key for key, _ in chunk],
-            submitted_at=time.time(),
-        )
+        record = intent.record(batch_id, time.time())
         try:
             self.records.save(record)
-        except OSError as exc:  # the batch runs anyway; a rerun cannot find it
+            self.records.drop_intent(intent)  # after the record: a kill between leaves both
+        except OSError as exc:  # the batch runs anyway; a rerun finds it by its intent
             log.warning("batch %s: record not written (%s)", batch_id, exc)
         self.submitted.append({"batch_id": batch_id, "requests": len(chunk)})
         log.info("%s: batch %s: %d requests", self.backend.name, batch_id, len(chunk))
@@ -444,7 +705,7 @@ class BatchQueue:
         record, state = batch.record, batch.state
         assert state is not None
         try:
-            results = await self.backend.batch_results(record.batch_id, record.keys)
+            results = await self.backend.batch_results(record.batch_id, record.keys, record.nonce)
         except Exception as exc:
             batch.poll_errors += 1
             if batch.poll_errors >= MAX_POLL_ERRORS:

@@ -235,7 +235,8 @@ class ModelClient:
     def stats(self) -> dict[str, object]:
         """What this client did in this process: requests, cache hits, peak requests in flight
         and the local engine's batches (empty when it did nothing), with the backend's identity
-        as the cache keys it (plain JSON, for the run's manifest; never a key)."""
+        as the cache keys it and the URL that answers it (plain JSON, for the run's manifest;
+        never a key)."""
         batches = self.batches.stats() if self.batches is not None else None
         if not (
             self.sent
@@ -247,6 +248,8 @@ class ModelClient:
         return {
             "model": self.name,
             "identity": json.loads(canonical_json(dict(self.backend.identity))),
+            # the URL that answers an API model (no credentials); None for other backends
+            "endpoint": getattr(self.backend, "endpoint_url", None),
             "sent": self.sent,
             "cache_hits": self.cache_hits,
             "cache_write_errors": self.cache_write_errors,

@@ -4,6 +4,7 @@ raw_results.jsonl, CSV, and file names from free text (model names)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -98,13 +99,70 @@ def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:
     return path
 
 
+# longest file or folder name made from free text, in characters (ASCII: bytes too); file systems
+# allow 255 bytes, and a name made here gets prefixes and suffixes (`.sqlite`, `reasoning_...`)
+MAX_NAME_CHARS = 120
+NAME_HASH_CHARS = 10  # hex digits of sha256 ending a shortened name (40 bits)
+
+
 def file_name(text: str) -> str:
     """`text` as one file or folder name: characters other than letters, digits and `._-` become
     `_` (a model name such as `planted:where=0.9,*=0.05` or `hf:/path/model`), and leading or
-    trailing `_` and `.` go (a name `..` is `_`, never the folder above)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_.") or "_"
+    trailing `_` and `.` go (a name `..` is `_`, never the folder above). A name longer than
+    MAX_NAME_CHARS is shortened (see `fit_name`)."""
+    return fit_name(re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_.") or "_", text)
+
+
+def fit_name(name: str, text: str) -> str:
+    """`name` (made from `text`), or, past MAX_NAME_CHARS, its start and `-` and a hash of the
+    whole `text`: deterministic, and two long texts that share their start stay apart."""
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:NAME_HASH_CHARS]
+    return f"{name[: MAX_NAME_CHARS - NAME_HASH_CHARS - 1].rstrip('_.')}-{digest}"
+
+
+# what a spreadsheet (Excel, LibreOffice, Sheets) reads as the start of a formula in a CSV cell
+# (OWASP's CSV injection rule): such a text cell gets a leading `'`, shown as text
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value: object) -> object:
+    """A text cell that a spreadsheet would run as a formula (`=HYPERLINK(...)`, `-2+3`, `@SUM`)
+    with a leading `'`; any other value as it is: numbers, and texts that are plain numbers
+    (`-0.5`, which a spreadsheet reads as the number it is). A carriage return in a text becomes
+    a line feed: the CSV writer quotes that one (a bare CR would end the row and start a new one
+    with what follows, a formula included)."""
+    if not isinstance(value, str):
+        return value
+    text = value.replace("\r\n", "\n").replace("\r", "\n") if "\r" in value else value
+    if not value.startswith(FORMULA_STARTS):
+        return text
+    try:
+        float(value)
+    except ValueError:
+        return "'" + text
+    return text
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with its text cells through `spreadsheet_text` (numeric columns untouched); `df`
+    itself when no cell needs it."""
+    from pandas.api.types import is_string_dtype
+
+    out = df
+    for i, dtype in enumerate(df.dtypes):
+        if not is_string_dtype(dtype):  # object, or pandas 3's str: numbers never change
+            continue
+        column = df.iloc[:, i]
+        safe = column.map(spreadsheet_text)
+        if not safe.equals(column):
+            out = df.copy() if out is df else out
+            out.isetitem(i, safe)
+    return out
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> Path:
-    atomic_write_text(path, df.to_csv(index=False, float_format="%.6g"))
+    """`df` as CSV (numbers to 6 significant digits), text cells safe to open in a spreadsheet."""
+    atomic_write_text(path, spreadsheet_safe(df).to_csv(index=False, float_format="%.6g"))
     return path

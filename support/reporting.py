@@ -4,6 +4,8 @@ and a stock summary for evaluations whose outcomes are right or wrong and need n
 - `Report`: report.md of one evaluation's run. The core owns it (`SummaryContext.report`): a
   summary's `write_outputs` adds its markdown, then the core (reports/plugin.py) puts the
   partial-results line first and the comparisons section last and writes the file once.
+  Markup is escaped as it is written (`escape_markup`): model names, case ids and answers reach
+  report.md in tables and lines of every summary, and a viewer would render their HTML.
 - `fit_picture(image)`, `picture_jpeg(image)`: a case's HTML picture (`Evaluation.render`) at
   one size (`PICTURE_PX` on its longer side, before a caption is added) and one JPEG quality.
 - `interval_columns(metrics)`: `m, m_lo, m_hi` for each metric, the layout of summary.csv.
@@ -17,6 +19,7 @@ and a stock summary for evaluations whose outcomes are right or wrong and need n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,10 @@ if TYPE_CHECKING:  # imported where a table or figure is made
 INTERVAL_SUFFIXES = ("", "_lo", "_hi")
 PICTURE_PX = 640  # a case picture's image, longer side (px), captions added below it
 PICTURE_QUALITY = 75  # its JPEG quality (a pointing picture ~29 KB)
+# a `<` that could open raw HTML or an autolink in markdown (a letter, `/`, `!` or `?` follows:
+# CommonMark's tag, closing tag, comment/declaration, processing instruction, `<scheme:`), and an
+# `&` that would start a character reference; `p < 0.05` and `<0.0001` need no escape
+_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)")
 
 
 @dataclass
@@ -55,8 +62,15 @@ class Report:
         if not (body or tail):
             return None
         head = f"**{notice}.**\n\n" if notice else ""
-        atomic_write_text(path, head + body + tail)
+        atomic_write_text(path, escape_markup(head + body + tail))
         return path
+
+
+def escape_markup(markdown: str) -> str:
+    """`markdown` in which no HTML tag, autolink or character reference can start: such a `<`
+    becomes `&lt;` and such an `&` `&amp;`, so a viewer shows them as the text they are. The
+    suite's own report.md text writes none; data (a model name, a case id, an answer) may."""
+    return _MARKUP.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", markdown)
 
 
 def interval_columns(metrics: Iterable[str]) -> list[str]:

@@ -111,11 +111,19 @@ class Part:
         return cls(text=text)
 
     @classmethod
-    def of_image(cls, image: Any, fmt: str = "PNG", **save_options: Any) -> Part:
+    def of_image(
+        cls, image: Any, fmt: str = "PNG", label: str | None = None, **save_options: Any
+    ) -> Part:
         """From a PIL image (encoded losslessly as PNG by default; `save_options` go to
-        PIL's `Image.save`, e.g. compress_level) or from already encoded bytes."""
-        if isinstance(image, bytes | bytearray):
-            return cls(image=bytes(image), mime=sniff_mime(bytes(image)))
+        PIL's `Image.save`, e.g. compress_level) or from already encoded bytes: PNG and JPEG
+        kept as they are, any other format decoded through support.images and re-encoded as
+        PNG (a model is sent PNG or JPEG with its true MIME type). `label` names the bytes'
+        file in an ImageDecodeError."""
+        if isinstance(image, bytes | bytearray | memoryview):
+            from support.images import model_image
+
+            data, mime = model_image(bytes(image), label)
+            return cls(image=data, mime=mime)
         return cls(image=encode_image(image, fmt, **save_options), mime=f"image/{fmt.lower()}")
 
     @property
@@ -149,7 +157,7 @@ def encode_image(image: Any, fmt: str = "PNG", **save_options: Any) -> bytes:
 
 def sniff_mime(data: bytes) -> str:
     """The image type of `data` from its first bytes (PNG, JPEG, WebP), else
-    application/octet-stream."""
+    application/octet-stream. What a model is sent is PNG or JPEG only (Part.of_image)."""
     if data[:8] == b"\x89PNG\r\n\x1a\n":
         return "image/png"
     if data[:3] == b"\xff\xd8\xff":

@@ -172,7 +172,8 @@ def test_persistent_errors_are_reported_not_cached_and_resent(cholecseg8k, tmp_p
     assert first.returncode == 1 and errors
     assert all("500" in r["error"] or "InternalServer" in r["error"] for r in errors)
     assert f"{len(errors)} errors" in first.stdout  # the pipeline broke: <error>, not <failure>
-    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as healed:
+    # the same server restarted (its address is in the cache identity), healed
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240, port=server.port) as healed:
         args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={healed.url}")
         second = run_pytest(args, "openai", timeout=240)
     assert second.returncode == 0
@@ -198,7 +199,7 @@ def test_killed_run_resends_only_what_did_not_complete(cholecseg8k, tmp_path):
     with sqlite3.connect(tmp_path / "cache" / "responses.sqlite") as db:
         done = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     assert 0 < done < 60
-    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as again:
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240, port=server.port) as again:
         args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={again.url}")
         second = run_pytest(args, "openai", timeout=240)
     assert second.returncode == 0, second.stdout[-2000:]
@@ -225,7 +226,7 @@ def test_an_sdk_upgrade_resends_nothing(cholecseg8k, tmp_path):
     assert first.returncode == 0, first.stdout[-2000:]
     assert server.stats.answered == 60
     (tmp_path / "sdkupgrade.py").write_text(SDK_UPGRADE_PLUGIN)
-    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as again:
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240, port=server.port) as again:
         args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={again.url}")
         second = run_pytest([*args, "-p", "sdkupgrade"], "openai", pythonpath=tmp_path, timeout=240)
     assert second.returncode == 0, second.stdout[-2000:]

@@ -1,5 +1,7 @@
 """The response cache survives an SDK upgrade: API identities name what the provider sees
-(provider, model id, endpoint), never an SDK version. In-process, against the loopback server."""
+(provider, model id, endpoint kind, and the URL that answers unless it is the vendor's own), never
+an SDK version; one endpoint's answers are never served for another's. In-process, against the
+loopback server."""
 
 from __future__ import annotations
 
@@ -32,6 +34,12 @@ KEY_VARS = {
     "google": "GEMINI_API_KEY",
 }
 SDKS = {"openai": openai, "anthropic": anthropic, "google": genai}
+# provider -> (the variable its SDK reads for the endpoint, the path its base URL has)
+BASE_URL_VARS = {
+    "openai": ("OPENAI_BASE_URL", "/v1"),
+    "anthropic": ("ANTHROPIC_BASE_URL", ""),
+    "google": ("GOOGLE_GEMINI_BASE_URL", ""),
+}
 DISTRIBUTIONS = {"openai", "anthropic", "google-genai", "httpx", "httpx2"}
 REQUEST = Request(parts=(Part.of_text("Organ: Liver"),), system="be brief", max_tokens=20)
 
@@ -40,7 +48,7 @@ REQUEST = Request(parts=(Part.of_text("Organ: Liver"),), system="be brief", max_
 def keys(monkeypatch):
     for var in KEY_VARS.values():
         monkeypatch.setenv(var, KEY)
-    for var in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+    for var, _ in BASE_URL_VARS.values():
         monkeypatch.delenv(var, raising=False)
 
 
@@ -92,7 +100,7 @@ def answer(request: ScriptRequest) -> str:
     return f"{request.protocol}: {request.texts[-1]}"
 
 
-def ask(name: str, url: str, cache: ResponseCache) -> tuple[str, bool]:
+def ask(name: str, url: str | None, cache: ResponseCache) -> tuple[str, bool]:
     """One request through a fresh backend and ModelClient; (text, served from cache)."""
     backend = create_backend(name, BackendOptions(api_base=url, max_retries=0))
     client = ModelClient(backend, cache, concurrency=1)
@@ -125,3 +133,102 @@ def test_an_sdk_upgrade_is_served_from_the_cache(monkeypatch, tmp_path, provider
         assert ask(name, url, again) == (text, True)
         assert server.stats.attempts == 1  # nothing new reached the server
         again.close()
+
+
+# -- the endpoint is part of the identity ----------------------------------------------------------
+
+
+def tagged(tag: str):
+    """A script answering `<tag>: <the request's last text>`: which server answered shows."""
+    return lambda request: f"{tag}: {request.texts[-1]}"
+
+
+@pytest.mark.parametrize("provider", list(SDKS))
+def test_a_second_endpoint_is_asked_again_not_served_the_firsts_answers(tmp_path, provider):
+    """The red-team's reproduction: after a run against one server, the same vendor model
+    against another endpoint sends its request there (the second server's answer comes back),
+    and each endpoint is then served from its own cache entry."""
+    name, path = f"{provider}:gpt-4o", BASE_URL_VARS[provider][1]
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    try:
+        with (
+            LoopbackServer(tagged("first"), api_key=KEY, lifetime_s=60) as first,
+            LoopbackServer(tagged("second"), api_key=KEY, lifetime_s=60) as second,
+        ):
+            assert ask(name, first.url + path, cache) == ("first: Organ: Liver", False)
+            assert ask(name, second.url + path, cache) == ("second: Organ: Liver", False)
+            assert second.stats.answered == 1
+            assert ask(name, first.url + path, cache) == ("first: Organ: Liver", True)
+            assert ask(name, second.url + path, cache) == ("second: Organ: Liver", True)
+            assert (first.stats.attempts, second.stats.attempts) == (1, 1)
+    finally:
+        cache.close()
+
+
+@pytest.mark.parametrize("provider", list(SDKS))
+def test_the_sdks_own_endpoint_variable_is_an_endpoint_too(monkeypatch, tmp_path, provider):
+    """An endpoint given by the variable the SDK reads (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+    GOOGLE_GEMINI_BASE_URL) is the one the request goes to, and enters the identity as
+    --api-base does."""
+    name, (variable, path) = f"{provider}:gpt-4o", BASE_URL_VARS[provider]
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    try:
+        with (
+            LoopbackServer(tagged("first"), api_key=KEY, lifetime_s=60) as first,
+            LoopbackServer(tagged("second"), api_key=KEY, lifetime_s=60) as second,
+        ):
+            assert ask(name, first.url + path, cache) == ("first: Organ: Liver", False)
+            monkeypatch.setenv(variable, second.url + path)
+            backend = create_backend(name)
+            assert backend.identity["base_url"] == second.url + path
+            assert backend.endpoint_url == second.url + path
+            assert ask(name, None, cache) == ("second: Organ: Liver", False)
+            with_option = create_backend(name, BackendOptions(api_base=second.url + path))
+            assert with_option.identity == backend.identity
+            assert (first.stats.attempts, second.stats.attempts) == (1, 1)
+    finally:
+        cache.close()
+
+
+DEFAULT_ENDPOINTS = {
+    "openai": ("https://api.openai.com/v1", "chat.completions"),
+    "anthropic": ("https://api.anthropic.com", "messages"),
+    "google": ("https://generativelanguage.googleapis.com", "generateContent"),
+}
+
+
+@pytest.mark.parametrize("provider", list(SDKS))
+def test_the_vendors_own_endpoint_keeps_the_identity_of_a_default_run(monkeypatch, provider):
+    """Users' caches stay valid: a default run's identity is what it was before endpoints
+    entered it, and naming the vendor's own endpoint (any spelling) changes nothing."""
+    name, (default, endpoint) = f"{provider}:model-x", DEFAULT_ENDPOINTS[provider]
+    before = {"provider": provider, "model": "model-x", "endpoint": endpoint}
+    assert dict(create_backend(name).identity) == before
+    assert create_backend(name).endpoint_url == default  # the manifest still names it
+    scheme, rest = default.split("://")
+    host, _, path = rest.partition("/")
+    for spelling in (default, f"{default}/", f"{scheme}://{host.upper()}:443/{path}"):
+        same = create_backend(name, BackendOptions(api_base=spelling))
+        assert dict(same.identity) == before, spelling
+        monkeypatch.setenv(BASE_URL_VARS[provider][0], spelling)
+        assert dict(create_backend(name).identity) == before, spelling
+        monkeypatch.delenv(BASE_URL_VARS[provider][0])
+
+
+@pytest.mark.filterwarnings("ignore:.*the credentials in --api-base are dropped")
+@pytest.mark.parametrize("provider", list(SDKS))
+def test_the_identity_holds_scheme_host_port_and_path_never_credentials(provider):
+    url = "http://user:pa55word@Proxy.example:8443/api/v1/?key=secret-q#frag"
+    identity = create_backend(f"{provider}:m", BackendOptions(api_base=url)).identity
+    assert identity["base_url"] == "http://proxy.example:8443/api/v1"
+    for secret in ("user", "pa55word", "secret-q", "frag"):
+        assert secret not in json.dumps(dict(identity))
+    # each part of the endpoint counts
+    for other in (
+        "https://proxy.example:8443/api/v1",
+        "http://proxy2.example:8443/api/v1",
+        "http://proxy.example:8444/api/v1",
+        "http://proxy.example:8443/api/v2",
+    ):
+        moved = create_backend(f"{provider}:m", BackendOptions(api_base=other)).identity
+        assert cache_key(moved, REQUEST) != cache_key(identity, REQUEST), other

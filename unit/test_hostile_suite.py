@@ -35,32 +35,40 @@ TIMEOUT_S = 120  # one evaluation's run, hostile answers included
 MAX_HTML_BYTES = 50 * 2**20  # generous: answer text in the HTML is being capped (issue 25)
 
 
+def quick_run(evaluation: str, tmp_path: Path, shared_cache: Path, run_id: str) -> list[str]:
+    """The arguments of `evaluation`'s quick subset (two samples) with its cache and results in
+    `tmp_path`, the session's synthetic datasets shared through a link."""
+    link = tmp_path / "cache" / "synthetic"
+    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    return [
+        str(REPO / "evals" / evaluation),
+        f"--rootdir={REPO}",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--results-dir={tmp_path / 'results'}",
+        f"--run-id={run_id}",
+        "--bootstrap=50",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-m",
+        "quick",
+        "--samples=2",  # two of each test set: every class still occurs, in bounded time
+    ]
+
+
 @pytest.fixture
 def hostile_run(pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path, monkeypatch):
     """hostile_run(evaluation) -> (RunResult, results folder, answer log lines)."""
 
     def _run(evaluation: str):
-        link = tmp_path / "cache" / "synthetic"  # the session's synthetic datasets, shared
-        (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
         log = tmp_path / "answers.log"
         monkeypatch.setenv("PYTHONPATH", str(HERE))
         monkeypatch.setenv("HOSTILE_LOG", str(log))
         result = pytester.runpytest_subprocess(
-            str(REPO / "evals" / evaluation),
-            f"--rootdir={REPO}",
-            f"--cache-dir={tmp_path / 'cache'}",
-            f"--results-dir={tmp_path / 'results'}",
-            "--run-id=hostile",
-            "--bootstrap=50",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            "-m",
-            "quick",
-            "--samples=2",  # two of each test set: every class still occurs, in bounded time
+            *quick_run(evaluation, tmp_path, shared_cache, "hostile"),
             f"--model={','.join(MODELS.values())}",
             f"--html={tmp_path / 'report.html'}",
             f"--junitxml={tmp_path / 'junit.xml'}",
@@ -120,3 +128,154 @@ def test_hostile_answers_and_faults_cost_no_run(hostile_run, tmp_path, evaluatio
     assert not infinite, f"summary.csv: infinite {infinite}"
     html = tmp_path / "report.html"
     assert html.exists() and html.stat().st_size < MAX_HTML_BYTES, html.stat().st_size
+
+
+# one evaluation's run, its synthetic data built in it when no earlier test of the session did
+# (pointing's: ~100 s on a busy 2-core machine)
+PAGES_TIMEOUT_S = 300
+
+
+@pytest.mark.parametrize("evaluation", evaluations.names())
+def test_report_pages_run_no_data(
+    pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path, monkeypatch, evaluation
+):
+    """Issue 34: the quick subset with a model whose name is a script payload, answering payloads
+    and failing every other request with one (unit/hostile_pages.py). report.html, rendered in
+    headless Chromium, shows them as text and runs none; report.md holds no raw markup."""
+    import hostile_pages
+
+    if hostile_pages.chromium() is None:
+        pytest.skip("no Chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")
+    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    page = tmp_path / "report.html"
+    result = pytester.runpytest_subprocess(
+        *quick_run(evaluation, tmp_path, shared_cache, "pages"),
+        f"--model={hostile_pages.MODEL}",
+        f"--html={page}",
+        "--self-contained-html",
+        timeout=PAGES_TIMEOUT_S,
+    )
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == 1, text[-3000:]  # the fault: a named case error
+    assert "INTERNALERROR" not in text and "\x1b" not in text
+
+    shown = [hostile_pages.MODEL_PAYLOAD, hostile_pages.ANSWER_PAYLOAD]
+    shown.append(hostile_pages.ERROR_PAYLOAD.replace(hostile_pages.TERMINAL_ESCAPES, ""))
+    found = hostile_pages.scan(hostile_pages.rendered(page, expect=shown))
+    assert found.ran() == [], found.ran()
+    assert found.title == "report.html"
+    missing = [p for p in shown if p not in found.text]
+    assert not missing, f"not shown as text: {missing}"
+    report = (tmp_path / "results" / evaluation / "pages" / "report.md").read_text("utf-8")
+    assert "<img" not in report and "<script" not in report
+
+
+# ---- a PostScript file planted as an image (issue 34): nothing runs, the case is a named error --
+PS_TIMEOUT_S = 240  # one evaluation's quick run with a planted file; Ghostscript would loop forever
+REFUSED = "not a readable image (format found: EPS"  # the image door's words (support/images.py)
+
+
+def _postscript(marker: Path) -> bytes:
+    """An EPS file that, were Ghostscript to run it, writes `marker` and then loops forever."""
+    return (
+        "%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 16 16\n"
+        f"({marker}) (w) file dup (ran) writestring closefile\n{{ }} loop\nshowpage\n"
+    ).encode()
+
+
+def _plant(evaluation: str, data: Path, payload: bytes) -> tuple[list[str], list[Path]] | None:
+    """(the run's data options, the files now holding `payload`) for `evaluation`'s data built
+    small under `data`; None for an evaluation that reads no image file."""
+    if evaluation == "pointing":
+        from support.evaluations.pointing.dataset import RawTree
+        from support.evaluations.pointing.synthetic import build_cholecseg8k
+
+        root = build_cholecseg8k(data / "cholec", n_videos=2, frames_per_video=4)
+        frame = root / RawTree.scan(root)[0].frames[0]  # a frame, read at load (its size)
+        frame.write_bytes(payload)
+        return [f"--cholecseg8k={root}"], [frame]
+    if evaluation == "nyu_distance":
+        import numpy as np
+        from PIL import Image
+
+        root = data / "nyu"
+        (root / "rgb").mkdir(parents=True)
+        (root / "depth").mkdir()
+        v, u = np.mgrid[0:480, 0:640].astype(np.float32)
+        for i in range(2):
+            Image.new("RGB", (640, 480), (90, 90, 40 * i)).save(root / "rgb" / f"{i:04d}.png")
+            np.save(root / "depth" / f"{i:04d}.npy", 1.5 + 2.0 * u / 640 + 0.5 * v / 480)
+        bad = root / "rgb" / "0001.png"
+        bad.write_bytes(payload)
+        return [f"--nyu-dir={root}", "--pairs-per-image=2"], [bad]
+    if evaluation == "pgt":
+        from PIL import Image
+
+        folder = data / "pgt"
+        folder.mkdir(parents=True)
+        Image.new("RGB", (32, 32), (10, 120, 40)).save(folder / "good.png")
+        bad = folder / "bad.png"
+        bad.write_bytes(payload)
+        csv = folder / "planted.csv"
+        csv.write_text("image_path,label\ngood.png,real\nbad.png,ai-generated\n", encoding="utf-8")
+        return [f"--pgt-dataset={csv}"], [bad]
+    if evaluation == "surgvqa":
+        # SurgVU's frames are decoded from its videos (PyAV), not from image files: the planted
+        # "image" is every video of the sample
+        from support.evaluations.surgvqa.synthetic import build_surgvu
+
+        root = build_surgvu(data / "surgvu")
+        videos = sorted(root.rglob("*.mp4"))
+        for video in videos:
+            video.write_bytes(payload)
+        return [f"--surgvqa-root={root}"], videos
+    if evaluation == "dynamic":
+        return None  # reads no image file: its scenes are drawn here from .npy clouds
+    raise AssertionError(f"{evaluation}: no data to plant a PostScript image in: add it here")
+
+
+@pytest.mark.parametrize("evaluation", evaluations.names())
+def test_a_postscript_image_in_the_data_runs_nothing(tmp_path, shared_cache, evaluation):
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    if shutil.which("gs") is None:
+        pytest.skip("Ghostscript (gs) not installed: nothing could run the file")
+    marker = tmp_path / "marker"
+    planted = _plant(evaluation, tmp_path / "data", _postscript(marker))
+    if planted is None:
+        pytest.skip(f"{evaluation} reads no image file from its data")
+    args, files = planted
+    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "synthetic").symlink_to(shared_cache / "synthetic")
+    argv = [sys.executable, "-m", "pytest", str(REPO / "evals" / evaluation), f"--rootdir={REPO}",
+            f"--cache-dir={tmp_path / 'cache'}", f"--results-dir={tmp_path / 'results'}",
+            "--run-id=ps", "--bootstrap=50", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "-m", "quick", "--model=oracle,chance", *args]  # fmt: skip
+    child = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, start_new_session=True)  # fmt: skip
+    try:  # a new session: Ghostscript, were it started, is stopped with the run
+        text, _ = child.communicate(timeout=PS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail(f"{evaluation}: the run hung (> {PS_TIMEOUT_S} s) on a PostScript image")
+    assert not marker.exists(), f"{evaluation}: Ghostscript ran a data file"
+    assert "INTERNALERROR" not in text and "bug of the suite" not in text, text[-3000:]
+    assert child.returncode in (1, 2), text[-3000:]  # failed cases, or a collection error
+    out = tmp_path / "results" / evaluation / "ps"
+    rows = out / "raw_results.jsonl"
+    if child.returncode == 2:  # read at load: one short error naming the file, no traceback
+        assert any(f"{f}: {REFUSED}" in text for f in files), text[-3000:]
+        assert "Traceback" not in text and not rows.exists(), text[-3000:]
+        return
+    errors = [r for r in map(json.loads, rows.read_text().splitlines()) if r["status"] == "error"]
+    assert errors, text[-3000:]
+    for row in errors:  # each bad case names its file (the door's words where Pillow read it)
+        assert any(str(f) in row["error"] for f in files), row["error"]
+        assert evaluation == "surgvqa" or REFUSED in row["error"], row["error"]
+    assert (out / "summary.csv").exists(), text[-3000:]

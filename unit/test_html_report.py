@@ -234,3 +234,50 @@ def test_every_case_picture_is_one_size_and_quality():
     image = fit_picture(Image.new("RGB", (2 * PICTURE_PX, 3 * PICTURE_PX // 2), "white"))
     with Image.open(io.BytesIO(picture_jpeg(image))) as shown:
         assert (shown.format, shown.size) == ("JPEG", (PICTURE_PX, 3 * PICTURE_PX // 4))
+
+
+PAYLOAD = "<img src=x onerror=document.title='XSS'>"
+
+
+def test_a_test_id_from_data_is_text_in_its_cell(tmp_path: Path) -> None:
+    """pytest-html 4 writes `<td class="col-testId">{test_id}</td>` unescaped; the row hook
+    escapes it (a model name, a case id from a file name), and leaves the other cells be."""
+    from types import SimpleNamespace
+
+    from reports.html import HtmlCases
+
+    nodeid = (
+        f"evals/surgvqa/test_surgvqa.py::test_surgvqa[vqa-{PAYLOAD}-openai-compatible:{PAYLOAD}]"
+    )
+    cells = [  # as pytest_html.basereport.BaseReport._process_report makes them
+        '<td class="col-result">Passed</td>',
+        f'<td class="col-testId">{nodeid}::setup</td>',
+        '<td class="col-duration">5 ms</td>',
+        '<td class="col-links"></td>',
+    ]
+    before = list(cells)
+    HtmlCases(tmp_path / "report.html", True, 0).pytest_html_results_table_row(
+        SimpleNamespace(nodeid=nodeid, when="setup"), cells
+    )
+    assert cell({"resultsTableRow": cells}, "testId") == f"{nodeid}::setup"  # the same text
+    assert "<img" not in cells[2] and html.escape(nodeid) in cells[2]
+    assert cells[1].startswith('<td class="col-status')  # the Status column, added
+    assert [cells[0], *cells[3:]] == [before[0], *before[2:]]
+
+
+def test_report_md_shows_markup_from_data_as_text(tmp_path: Path) -> None:
+    """report.md (support.reporting.Report) escapes a `<` that could open a tag or an autolink
+    and an `&` that starts a reference, wherever they come from; comparisons like `p < 0.05` and
+    `<0.0001` stay as they are."""
+    from support.reporting import Report
+    from support.tables import markdown_table
+
+    report = Report()
+    table = pd.DataFrame({"model": [PAYLOAD, "a&amp;b"], "p": ["<0.0001", "0.5"]})
+    report.add(f"# t\n\n{markdown_table(table)}\n- **{PAYLOAD} / zero_shot**: p < 0.05\n")
+    path = report.write(tmp_path / "report.md", "partial: <script>x</script>", "<https://e.x>")
+    text = path.read_text(encoding="utf-8")
+    for raw in ("<img", "<script", "</script", "<https"):
+        assert raw not in text
+    assert "&lt;img src=x onerror=document.title='XSS'>" in text and "a&amp;amp;b" in text
+    assert "| <0.0001 " in text and "p < 0.05" in text

@@ -239,6 +239,44 @@ def test_gemini_failed_items_expired_and_cancelled():
         assert client.batches.get(name=job.name).state == gtypes.JobState.JOB_STATE_CANCELLED
 
 
+# ---- the lists (issue 34: a killed run's batch found by its nonce) -----------------------------
+def test_each_sdk_pages_through_its_list_newest_first_with_the_nonce():
+    """Each vendor's list, paged by its SDK (pages of 2 here), newest first, across protocols
+    on one server (OpenAI's and Gemini's lists share /v1/batches); OpenAI's metadata and
+    Gemini's display name come back as sent."""
+    with server(batches=BatchPlan(polls=5)) as s:
+        s.batch_store.page_cap = 2
+        o, a, g = oai(s), ant(s), gem(s)
+        made = {"o": [], "a": [], "g": []}
+        for i in range(3):
+            upload = o.files.create(file=("r.jsonl", _oai_line(i)), purpose="batch")
+            made["o"].append(
+                o.batches.create(
+                    input_file_id=upload.id,
+                    endpoint="/v1/chat/completions",
+                    completion_window="24h",
+                    metadata={"vlmbench_intent": f"n{i}"},
+                ).id
+            )
+            made["a"].append(ant_submit(a, [i]).id)
+            config = gtypes.CreateBatchJobConfig(display_name=f"vlmbench-intent-n{i}")
+            job = g.batches.create(model="gem-x", src=[gem_request(i)], config=config)
+            made["g"].append(job.name)
+        listed = list(o.batches.list(limit=100))
+        assert [b.id for b in listed] == made["o"][::-1]
+        assert [b.metadata for b in listed] == [{"vlmbench_intent": f"n{i}"} for i in (2, 1, 0)]
+        assert [b.id for b in a.messages.batches.list(limit=100)] == made["a"][::-1]
+        jobs = list(g.batches.list(config=gtypes.ListBatchJobsConfig(page_size=100)))
+        assert [j.name for j in jobs] == made["g"][::-1]
+        assert [j.display_name for j in jobs] == [f"vlmbench-intent-n{i}" for i in (2, 1, 0)]
+        assert s.batch_store.lists == 3 * 2  # 3 batches, pages of 2: two pages a list
+
+
+def _oai_line(i: int) -> bytes:
+    line = {"custom_id": f"c{i}", "method": "POST", "url": "/v1/chat/completions"}
+    return (json.dumps(line | {"body": oai_body(i)}) + "\n").encode()
+
+
 # ---- the store ---------------------------------------------------------------------------------
 def test_batch_routes_check_the_key_and_unknown_batches_are_404():
     with server() as s:

@@ -265,6 +265,37 @@ def test_models_sum_the_processes_and_keep_the_identity():
     assert mf.models_section(("oracle",), stats, outs)["oracle"]["identities"] == [ident, other]
 
 
+@pytest.mark.filterwarnings("ignore:.*the credentials in --api-base are dropped")
+def test_models_name_the_endpoint_that_answered(monkeypatch):
+    """Each API model's endpoint, from its process's engine statistics: the one the identity
+    holds for another endpoint, the vendor's own (which the identity leaves out) for a default
+    run; never the URL's credentials or query; null for a model no URL answers."""
+    pytest.importorskip("openai")
+    from support.backends.registry import BackendOptions, create_backend
+    from support.engine import ModelClient
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-manifest-test-0123456789")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    proxy = "http://user:pw-SECRET@127.0.0.1:9/v1/?token=tok-SECRET"
+    backends = {
+        "openai:gpt-4o": create_backend("openai:gpt-4o"),
+        "openai:gpt-4o-mini": create_backend("openai:gpt-4o-mini", BackendOptions(api_base=proxy)),
+        "oracle": create_backend("oracle"),
+    }
+    stats = []
+    for backend in backends.values():
+        client = ModelClient(backend, cache=None, concurrency=1)
+        client.cache_hits = 1  # a client that did nothing reports nothing
+        stats.append(client.stats())
+    got = mf.redacted(mf.models_section(tuple(backends), {"main": stats}, []))
+    assert got["openai:gpt-4o"]["endpoint"] == "https://api.openai.com/v1"
+    assert "base_url" not in got["openai:gpt-4o"]["identity"]
+    mini = got["openai:gpt-4o-mini"]
+    assert mini["endpoint"] == mini["identity"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert got["oracle"]["endpoint"] is None
+    assert "SECRET" not in json.dumps(got)
+
+
 def test_prompts_count_the_outcomes_hashes():
     outs = [_outcome("m", "a", 1, 0, "h1"), _outcome("n", "a", 1, 0, "h1")]
     outs += [_outcome("m", "b", 1, 0, "h2"), _outcome("m", "c", 0, 0, "")]

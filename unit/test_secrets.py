@@ -8,6 +8,7 @@ the key, the password or the Basic-auth encoding of the credentials.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -20,14 +21,19 @@ import pytest
 from api_runs import api_env, run_evaluation
 
 from support.backends import keys as api_keys
+from support.backends.base import BackendError
 from support.backends.keys import redact, register_url
 from support.backends.redacted_logs import install_log_redaction
+from support.backends.registry import BackendOptions, availability, create_backend
 from support.testing.loopback import LoopbackServer
+from support.types import Part, Request
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
 SHORT_KEY = "k7Zq9xW"  # 7 characters: below the old minimum of 8
+OPENAI_KEY = "sk-the-users-own-openai-key-0123"  # for api.openai.com only
+SERVER_KEY = "srv-key-9d2e71"  # a self-hosted server's --api-key (VLMBENCH_API_KEY)
 USER, PASSWORD = "user", "pass"
 BASIC = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 KEY_VARS = [v for names in api_keys.KEY_ENV.values() for v in names]
@@ -99,7 +105,7 @@ def test_log_records_are_redacted_in_every_handler(monkeypatch):
 class EchoServer:
     """Answers every POST with a 400 whose body echoes the request's headers; records them."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int = 400) -> None:
         self.headers: list[dict[str, str]] = []
         owner = self
 
@@ -115,7 +121,7 @@ class EchoServer:
                 owner.headers.append({k.lower(): v for k, v in headers.items()})
                 body = json.dumps({"error": {"message": f"bad request, headers: {headers}"}})
                 data = body.encode()
-                self.send_response(400)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -134,12 +140,66 @@ class EchoServer:
         self.httpd.server_close()
 
 
+def ask_compatible(url: str) -> str:
+    """One request of `openai-compatible:m` to `url` (the echo server answers 400): the text
+    of the error it ends in."""
+    backend = create_backend("openai-compatible:m", BackendOptions(api_base=url, max_retries=0))
+    request = Request(parts=(Part.of_text("hello"),), max_tokens=5)
+    with pytest.raises(BackendError) as raised:
+        asyncio.run(backend.generate(request))
+    return str(raised.value)
+
+
+def test_the_openai_key_never_reaches_an_openai_compatible_server(monkeypatch):
+    """`openai-compatible:` sends VLMBENCH_API_KEY, else the placeholder: never OPENAI_API_KEY,
+    whatever server --api-base names."""
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    with EchoServer() as server:
+        url = f"http://127.0.0.1:{server.port}/v1"
+        assert availability("openai-compatible:m", BackendOptions(api_base=url)) is None
+        ask_compatible(url)
+        monkeypatch.setenv("VLMBENCH_API_KEY", SERVER_KEY)
+        error = ask_compatible(url)
+    sent = [h.get("authorization") for h in server.headers]
+    assert sent == [f"Bearer {api_keys.PLACEHOLDER_KEY}", f"Bearer {SERVER_KEY}"]
+    assert not any(OPENAI_KEY in json.dumps(h) for h in server.headers)
+    # the server's key is a secret: its echo in the error body is redacted
+    assert "bad request, headers" in error and SERVER_KEY not in error
+    assert api_keys.REDACTED in error
+
+
+def test_a_refused_key_says_which_variable_openai_compatible_sends(monkeypatch):
+    """A user who relied on OPENAI_API_KEY for a server started with --api-key gets a 401: the
+    error says the suite sent a placeholder, and which variable to set."""
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.delenv("VLMBENCH_API_KEY", raising=False)
+    with EchoServer(status=401) as server:
+        error = ask_compatible(f"http://127.0.0.1:{server.port}/v1")
+        monkeypatch.setenv("VLMBENCH_API_KEY", SERVER_KEY)
+        second = ask_compatible(f"http://127.0.0.1:{server.port}/v1")
+    assert "placeholder" in error and "Set VLMBENCH_API_KEY" in error
+    assert "never sends $OPENAI_API_KEY" in error and OPENAI_KEY not in error
+    assert "sends $VLMBENCH_API_KEY;" in second and SERVER_KEY not in second
+
+
+def test_the_server_key_variable_is_redacted_like_the_vendors(monkeypatch):
+    monkeypatch.setenv("VLMBENCH_API_KEY", SERVER_KEY)
+    b64 = base64.b64encode(SERVER_KEY.encode()).decode()
+    assert redact(f"Authorization: Bearer {SERVER_KEY}; {b64}") == (
+        f"Authorization: Bearer {api_keys.REDACTED}; {api_keys.REDACTED}"
+    )
+
+
 def run(tmp: Path, cholecseg8k: Path, model: str, api_base: str, key: str | None, *extra: str):
     """The pointing evaluation's liver cases, in a subprocess with only `key` set."""
     keys = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg")
     if key is not None:
         keys[
-            {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}[model.split(":")[0]]
+            {
+                "openai": "OPENAI_API_KEY",
+                "anthropic": "ANTHROPIC_API_KEY",
+                "openai-compatible": "VLMBENCH_API_KEY",
+            }[model.split(":")[0]]
         ] = key
     options = [
         f"--cholecseg8k={cholecseg8k}",
@@ -166,7 +226,12 @@ def leaks(tmp: Path, proc: subprocess.CompletedProcess, secrets: list[str]) -> l
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("model", "key"), [("openai:loop", SHORT_KEY), ("openai-compatible:loop", None)]
+    ("model", "key"),
+    [
+        ("openai:loop", SHORT_KEY),
+        ("openai-compatible:loop", None),
+        ("openai-compatible:loop", SHORT_KEY),  # VLMBENCH_API_KEY
+    ],
 )
 def test_echoed_secrets_reach_no_artifact(model, key, synthetic_cholecseg8k, tmp_path):
     out = tmp_path / "out"
@@ -195,6 +260,9 @@ def test_echoed_secrets_reach_no_artifact(model, key, synthetic_cholecseg8k, tmp
         assert all(h.get("authorization") == f"Basic {BASIC}" for h in server.headers)
     secrets = [f":{PASSWORD}@", BASIC, *([key] if key else [])]
     assert leaks(out, proc, secrets) == []
+    manifest = json.loads((out / "results/pointing/r/manifest.json").read_text())
+    # the endpoint that answered, without the URL's credentials
+    assert manifest["models"][model]["endpoint"] == f"http://127.0.0.1:{server.port}/v1"
 
 
 @pytest.mark.slow

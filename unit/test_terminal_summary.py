@@ -136,3 +136,85 @@ def test_the_main_job_summary_fits_a_screen(run_suite) -> None:
     assert not any(line.startswith("wrote ") for line in tail)
     assert max(len(line) for line in tail if not line.startswith("results: ")) <= 120
     assert any(line.startswith("wrote ") for line in verbose.stdout.lines)
+
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m\r\x00\x7f\x9b1m"  # title, clear, colours
+
+
+def test_printable_strips_escape_sequences_and_controls_but_tab_and_newline() -> None:
+    assert terminal.printable(f"a{ESCAPES}b\tc\nd") == "aredb\tc\nd"
+    assert terminal.printable("x\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\y") == "xlinky"  # OSC 8
+    assert terminal.printable("x\x1b]0;no end") == "x0;no end"  # the text stays, inert
+    assert terminal.printable("ünï € 模型 \u200b") == "ünï € 模型 \u200b"
+
+
+def test_error_lines_and_every_reporter_line_carry_no_escape_sequence() -> None:
+    outs = [outcome("c1", "error", model=f"m{ESCAPES}", error=f"server said {ESCAPES}no")]
+    lines = terminal.error_lines("e", outs)
+    assert lines[1] == "  mred: server said redno (1)"
+
+    class Reporter:  # what PrintableLines wraps: pytest's TerminalReporter
+        config = "the config"
+
+        def __init__(self) -> None:
+            self.written: list[str] = []
+
+        def write_line(self, line: str, **markup: bool) -> None:
+            self.written.append(line)
+
+        def write_sep(self, sep: str, title: str | None = None, **markup: bool) -> None:
+            self.written.append(f"{sep} {title}")
+
+    tr = Reporter()
+    safe = terminal.PrintableLines(tr)
+    safe.write_line(f"model {ESCAPES}", red=True)
+    safe.write_sep("=", f"vlmbench: {ESCAPES}")
+    assert tr.written == ["model red", "= vlmbench: red"] and safe.config == "the config"
+
+
+RERUN_ARGS = [
+    "evals/pgt",
+    "-k",
+    "pair0 or pair1",
+    "--pgt-phrase=$(touch {marker}) `touch {marker}` ; touch {marker}",
+    "--model=openai-compatible:it's",
+]
+
+
+def test_the_rerun_line_pastes_back_as_the_same_arguments(tmp_path: Path) -> None:
+    """shlex.join: `-k "pair0 or pair1"` stays one argument, a quote stays a quote."""
+    import shlex
+
+    marker = tmp_path / "ran"
+    args = [a.format(marker=marker) for a in RERUN_ARGS]
+    line = terminal.rerun_line(args)
+    command = line.removeprefix("rerun what failed: ").removesuffix(
+        " (answers already received are cached)"
+    )
+    assert shlex.split(command) == ["pytest", *args, "--lf"]
+
+
+def test_the_rerun_line_runs_nothing_when_pasted_into_a_shell(tmp_path: Path) -> None:
+    """bash reads the line's arguments back exactly (printf stands in for pytest) and runs no
+    `$(...)`, backquote or `;` command that an argument holds."""
+    import subprocess
+
+    marker = tmp_path / "ran"
+    args = [a.format(marker=marker) for a in RERUN_ARGS]
+    command = terminal.rerun_line(args).split(": ", 1)[1].rsplit(" (", 1)[0]
+    assert command.startswith("pytest ")
+    pasted = "printf '%s\\0' " + command.removeprefix("pytest ")
+    done = subprocess.run(["bash", "-c", pasted], capture_output=True, timeout=10, check=True)
+    assert done.stdout.decode().split("\0")[:-1] == [*args, "--lf"]
+    assert not marker.exists()
+
+
+def test_the_rerun_line_redacts_credentials_inside_the_quoting() -> None:
+    """A redacted URL credential (***) is quoted: the pasted line has no glob in it."""
+    import shlex
+
+    line = terminal.rerun_line(["--api-base=http://user:hunter2@127.0.0.1:9/v1"])
+    assert "hunter2" not in line
+    command = line.split(": ", 1)[1].rsplit(" (", 1)[0]
+    assert "'--api-base=http://***@127.0.0.1:9/v1'" in command
+    assert shlex.split(command)[1] == "--api-base=http://***@127.0.0.1:9/v1"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anthropic
@@ -29,7 +29,7 @@ import anthropic
 from support.backends.api_backend import ApiBackend
 from support.backends.registry import prefill_mode_of
 from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
-from support.batches import BatchLimits, BatchState
+from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Request, Response, Usage
 
 # Message Batches' limits (docs.anthropic.com/en/docs/build-with-claude/batch-processing, taken
@@ -38,12 +38,28 @@ ANTHROPIC_BATCH_LIMITS = BatchLimits(requests=100_000, bytes=256 * 2**20)
 
 
 KEY_CHARS = 54  # of a cache key in a custom_id: 54 + "-" + 4 digits + "-" + 4 digits = 64
+# with the intent's nonce in front (12 hex + "_"): 13 + 41 + 10 = 64
+NONCE_KEY_CHARS = 41
+# Message Batches carry no metadata (docs.anthropic.com/en/api/creating-message-batches: only
+# `requests`), so the intent's nonce (support/batches.py) rides in each item's custom_id; the
+# list (docs.anthropic.com/en/api/listing-message-batches: "most recently created batches are
+# returned first", up to 1,000 a page) shows it only through an ended batch's results
+LIST_PAGE = 100  # batches a list page
 
 
-def sample_id(key: str, sample: int, n: int) -> str:
-    """A batch item's custom_id (at most 64 of [a-zA-Z0-9_-]): the request's cache key, cut, the
-    sample's index and the request's samples (the API has no `n`: one item a sample)."""
-    return f"{key[:KEY_CHARS]}-{sample}-{n}"
+def sample_id(key: str, sample: int, n: int, nonce: str | None = None) -> str:
+    """A batch item's custom_id (at most 64 of [a-zA-Z0-9_-]): the intent's nonce, the request's
+    cache key, cut, the sample's index and the request's samples (the API has no `n`: one item
+    a sample). Without a nonce (records of earlier versions): the key's first 54 characters."""
+    if nonce is None:
+        return f"{key[:KEY_CHARS]}-{sample}-{n}"
+    return f"{nonce}_{key[:NONCE_KEY_CHARS]}-{sample}-{n}"
+
+
+def nonce_of(custom_id: str) -> str | None:
+    """The intent nonce a custom_id carries (None: none)."""
+    nonce, sep, _ = custom_id.rpartition("_")
+    return nonce if sep else None
 
 
 def anthropic_params(request: Request, model_id: str) -> dict[str, Any]:
@@ -112,12 +128,17 @@ class AnthropicBackend(ApiBackend):
                 default_headers=self.client_headers or None,
                 # seconds, per attempt; an explicit timeout also stops the SDK from refusing
                 # large non-streaming max_tokens
-                timeout=self.timeout_s,
+                timeout=self.timeout_s,  # per read (the guard's deadline: per attempt)
                 max_retries=self.max_retries,
-                # the SDK's own defaults (limits, timeouts), plus the 429 hook
-                http_client=self.observed(self._http_client or anthropic.DefaultAsyncHttpxClient()),
+                # the SDK's own defaults (limits, timeouts, redirects) through the guard's
+                # transport (http_guard.py), plus the 429 hook
+                http_client=self.observed(self._http_client or self._default_http_client()),
             )
         return self._client
+
+    def _default_http_client(self) -> Any:
+        args = self.guarded_client_args(anthropic.DEFAULT_CONNECTION_LIMITS)
+        return anthropic.DefaultAsyncHttpxClient(**args)
 
     async def _once(self, params: dict[str, Any]) -> tuple[str, Usage]:
         message = await self._get_client().messages.create(**params)
@@ -150,17 +171,46 @@ class AnthropicBackend(ApiBackend):
     # ---- Message Batches (--batch, support/batches.py) ------------------------------------
     batch_limits = ANTHROPIC_BATCH_LIMITS
 
-    async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
-        """One batch item per sample of each request (custom_id: `sample_id`)."""
+    async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
+        """One batch item per sample of each request (custom_id: `sample_id`, with `nonce`)."""
         requests = []
         for key, request in items:
             params = anthropic_params(request, self.model_id)
             params = {k: v for k, v in params.items() if k != "extra_body"} | params["extra_body"]
-            ids = [sample_id(key, j, request.n) for j in range(request.n)]
+            ids = [sample_id(key, j, request.n, nonce) for j in range(request.n)]
             requests += [{"custom_id": i, "params": params} for i in ids]
         client = self._get_client()
-        batch = await self._sdk(lambda: client.messages.batches.create(requests=requests))
+        try:
+            # no SDK retry: a retry after a lost answer makes a second batch (the intent finds
+            # the first when the next run lists them)
+            once = client.with_options(max_retries=0)
+            batch = await once.messages.batches.create(requests=requests)
+        except Exception as exc:
+            raise creation_error(self.name, exc) from None
         return str(batch.id)
+
+    async def list_batches(self, since: float) -> AsyncIterator[ListedBatch]:
+        """The workspace's batches, newest first, down to `since`; an ended one's nonce read from
+        its first result, a running one's unreadable."""
+        client = self._get_client()
+        async for batch in client.messages.batches.list(limit=LIST_PAGE):
+            created = batch.created_at.timestamp()
+            if created < since:
+                return
+            c = batch.request_counts
+            total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+            if batch.processing_status != "ended":
+                yield ListedBatch(str(batch.id), created, None, total, readable=False)
+                continue
+            nonce = None
+            results = await client.messages.batches.results(batch.id)
+            try:
+                async for entry in results:
+                    nonce = nonce_of(str(entry.custom_id))
+                    break
+            finally:
+                await results.close()
+            yield ListedBatch(str(batch.id), created, nonce, total)
 
     async def batch_state(self, batch_id: str) -> BatchState:
         client = self._get_client()
@@ -172,17 +222,26 @@ class AnthropicBackend(ApiBackend):
             ended = "expired" if c.expired else "cancelled" if c.canceled else "completed"
         return BatchState(str(batch.processing_status), ended, total - c.processing, total)
 
-    async def batch_results(self, batch_id: str, keys: Sequence[str]) -> dict[str, Response | str]:
+    async def batch_results(
+        self, batch_id: str, keys: Sequence[str], nonce: str | None = None
+    ) -> dict[str, Response | str]:
         """Each request's samples joined into one Response (usage summed); a request with a
-        failed sample is that failure; one with a sample missing (expired, cancelled) absent."""
+        failed sample is that failure; one with a sample missing (expired, cancelled) absent.
+        With `nonce`, only the items carrying it count (a batch taken for an intent by its time
+        and size is read only as far as it is that intent's)."""
         client = self._get_client()
         samples: dict[str, dict[int, tuple[str, Usage] | str]] = {}
         wanted: dict[str, int] = {}  # key -> samples asked
         by_prefix = {key[:KEY_CHARS]: key for key in keys}
+        by_prefix |= {key[:NONCE_KEY_CHARS]: key for key in keys}
 
         async def read() -> None:
             async for entry in await client.messages.batches.results(batch_id):
-                prefix, index, n = [*str(entry.custom_id).rsplit("-", 2), "", ""][:3]
+                custom_id = str(entry.custom_id)
+                if nonce is not None and nonce_of(custom_id) != nonce:
+                    continue
+                rest = custom_id.rpartition("_")[2]
+                prefix, index, n = [*rest.rsplit("-", 2), "", ""][:3]
                 key = by_prefix.get(prefix)
                 if key is None or not (index.isdigit() and n.isdigit()):
                     continue

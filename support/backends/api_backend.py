@@ -2,9 +2,15 @@
 one timed, retried, error-converted call.
 
 The cache identity of an API model is what the provider sees: provider, model id and endpoint
-kind ("chat.completions", "messages", "generateContent"), plus the base URL for
-`openai-compatible:` servers (whose model ids are not globally unique). Never the SDK version: an
-SDK upgrade sends the same requests to the same model, so cached answers stay valid (bump
+kind ("chat.completions", "messages", "generateContent"), plus the endpoint that answers
+(`base_url`: `public_url`, so scheme, host, port and path, never credentials, query or fragment).
+The endpoint is `--api-base`, else the variable the vendor's SDK reads (`SDK_ENDPOINTS`:
+OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL), read once here and handed to the
+SDK, so the identity names the URL the client sends to. A loopback's or a proxy's answers are
+never served as the vendor's. The vendor's own endpoint is left out of the identity, so a default
+run keys exactly as before and users' caches stay valid; any other endpoint enters it (an
+`openai-compatible:` server always does: its model ids are its own). Never the SDK version: an SDK
+upgrade sends the same requests to the same model, so cached answers stay valid (bump
 support.cache.SCHEMA_VERSION to invalidate deliberately).
 
 Every 429 the SDK's HTTP client receives, its own retries included, is told to
@@ -16,6 +22,7 @@ Every 429 the SDK's HTTP client receives, its own retries included, is told to
 from __future__ import annotations
 
 import base64
+import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable
@@ -30,6 +37,14 @@ from support.concurrency import retry_after_s
 from support.types import Request, Response, Usage
 
 SENT_AT = "vlmbench_sent_at"  # an httpx request extension: time.monotonic() when sent
+# provider -> (the variable its SDK reads for the endpoint, the vendor's own endpoint): the SDKs
+# read them in openai 3.x (lib/_client_auth.py), anthropic 2.x (_client.py), google-genai 3.x
+# (_base_url.py: GOOGLE_GEMINI_BASE_URL, the Gemini API; Vertex's is never used here)
+SDK_ENDPOINTS: dict[str, tuple[str, str]] = {
+    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+    "google": ("GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
+}
 
 
 class ApiBackend(Backend):
@@ -48,12 +63,14 @@ class ApiBackend(Backend):
         api_key: str,
         prefill_mode: str,
         base_url: str | None = None,
-        timeout_s: float = 60.0,  # seconds, per attempt
+        timeout_s: float = 60.0,  # seconds, per attempt, end to end (http_guard.py)
         max_retries: int = 5,  # the SDK's own retries
         http_client: Any = None,  # an httpx2.AsyncClient (tests inject a mock transport)
     ) -> None:
         self.name = name
         self.model_id = model_id
+        # None: the SDK's variable, read here once, so the identity names the URL the SDK is given
+        base_url = base_url or sdk_base_url(self.provider)
         self.base_url = base_url
         self.prefill_mode = prefill_mode
         self.timeout_s = timeout_s
@@ -72,6 +89,10 @@ class ApiBackend(Backend):
         # and the time.monotonic() its attempt was sent at (or None)
         self.rate_limit_listeners: list[Callable[[float | None, float | None], None]] = []
         self.identity = {"provider": self.provider, "model": model_id, "endpoint": self.endpoint}
+        # the URL that answers (public_url); manifest.json names it (engine statistics)
+        self.endpoint_url = answering_endpoint(self.provider, base_url)
+        if base_url and not is_vendor_endpoint(self.provider, base_url):
+            self.identity["base_url"] = public_url(base_url)
 
     def __repr__(self) -> str:  # never the key, nor credentials in the URL
         url = public_url(self.base_url) if self.base_url else None
@@ -107,6 +128,14 @@ class ApiBackend(Backend):
         ours = self.event_hooks()
         client.event_hooks = {k: [*hooks.get(k, []), *ours[k]] for k in ("request", "response")}
         return client
+
+    def guarded_client_args(self, limits: Any = None) -> dict[str, Any]:
+        """`transport` and `mounts` of the SDK's httpx2 client (`limits`: its pool's): every
+        attempt through support/backends/http_guard.py, which ends it at the `timeout_s` deadline
+        (headers and whole body), caps its body and keeps the key to its origin."""
+        from support.backends.http_guard import guarded_client_args
+
+        return guarded_client_args(self.timeout_s, limits)
 
     async def start(self) -> None:
         """The SDK imported and its client made before the first request (the openai SDK takes
@@ -178,3 +207,31 @@ def public_url(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
     return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
+
+
+def sdk_base_url(provider: str) -> str | None:
+    """The endpoint `provider`'s SDK would read from its variable (`SDK_ENDPOINTS`); None when
+    it is unset or blank, or the provider has none."""
+    variable = SDK_ENDPOINTS.get(provider, ("", ""))[0]
+    if not variable:
+        return None
+    return os.environ.get(variable, "").strip() or None
+
+
+def answering_endpoint(provider: str, base_url: str | None) -> str | None:
+    """The endpoint that answers a `provider` model, as `public_url`: `base_url` if given, else
+    the vendor's own endpoint; None for a provider without one."""
+    url = base_url or SDK_ENDPOINTS.get(provider, ("", ""))[1]
+    return public_url(url) if url else None
+
+
+def is_vendor_endpoint(provider: str, url: str) -> bool:
+    """Whether `url` is `provider`'s own endpoint (`SDK_ENDPOINTS`), as `public_url` compares,
+    a port its scheme implies ignored (`https://api.openai.com:443/v1/` is OpenAI's own)."""
+    default = SDK_ENDPOINTS.get(provider, ("", ""))[1]
+    if not default:
+        return False
+    parts = urlsplit(public_url(url))
+    if (parts.scheme, parts.port) in (("https", 443), ("http", 80)):
+        parts = parts._replace(netloc=parts.netloc.rsplit(":", 1)[0])
+    return urlunsplit(parts) == public_url(default)

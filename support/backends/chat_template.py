@@ -8,13 +8,13 @@ continues right after it, as in the source's prefill mode.
 
 from __future__ import annotations
 
-import io
 import threading
 from collections import OrderedDict
 from typing import Any
 
 from PIL import Image
 
+from support.images import decode_image
 from support.types import Part, Request
 
 
@@ -65,8 +65,7 @@ def _decode(part: Part) -> Image.Image:
         if found is not None:
             _decoded.move_to_end(part.image_sha256)
             return found
-    with Image.open(io.BytesIO(part.image)) as im:
-        image = im.convert("RGB")
+    image = decode_image(part.image, "an image part")
     with _decoded_lock:
         _decoded[part.image_sha256] = image
         while len(_decoded) > DECODED_IMAGES:

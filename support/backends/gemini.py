@@ -19,7 +19,7 @@ usually continues but may treat as a finished turn. `texts` hold only the genera
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from google import genai
@@ -29,7 +29,7 @@ from support.backends.api_backend import ApiBackend
 from support.backends.base import BackendError
 from support.backends.registry import prefill_mode_of
 from support.backends.retry import MalformedResponse, is_malformed
-from support.batches import BatchLimits, BatchState
+from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Request, Response, Usage
 
 RETRY_STATUS_CODES = [408, 429, 500, 502, 503, 504]
@@ -39,6 +39,14 @@ RETRY_MAX_DELAY_S = 8.0
 # to 20 MB a batch request; larger rounds go as several batches (a file upload, up to 2 GB, is
 # not used here)
 GEMINI_BATCH_LIMITS = BatchLimits(requests=100_000, bytes=20 * 2**20)
+# the intent's nonce (support/batches.py) rides in the job's display name
+# (ai.google.dev/api/batch-mode: `GenerateContentBatch.displayName`, "the user-defined name of
+# this batch"), which batches.list returns; the list's order is not documented, so it is read
+# whole (at most support.batches.MAX_LISTED jobs), LIST_PAGE a page
+NONCE_PREFIX = "vlmbench-intent-"
+LIST_PAGE = 100
+
+
 # a batch job's state -> how it ended (None: pending or running)
 GEMINI_ENDINGS = {
     "JOB_STATE_SUCCEEDED": "completed",
@@ -150,18 +158,18 @@ class GeminiBackend(ApiBackend):
         google-genai sends through aiohttp whenever aiohttp is importable, and there a timed-out
         attempt ends the call (a bare TimeoutError, not retried). A transport of our own keeps
         it on httpx2, whose timeouts it retries, whatever else is installed
-        (unit/test_api_pointing.py's fault test failed with aiohttp installed before)."""
-        import httpx2
-
+        (unit/test_api_pointing.py's fault test failed with aiohttp installed before). That
+        transport is the guard's (http_guard.py: the deadline an attempt, body caps, keys kept to
+        their origin)."""
         own = None
         if self._http_client is None:  # the hooks: 429s to the adaptive concurrency
-            own = {"transport": httpx2.AsyncHTTPTransport(), "event_hooks": self.event_hooks()}
+            own = {**self.guarded_client_args(), "event_hooks": self.event_hooks()}
         else:
             self.observed(self._http_client)
         return types.HttpOptions(
             base_url=self.client_url,  # None: GOOGLE_GEMINI_BASE_URL, else the Gemini API
             headers=self.client_headers or None,
-            timeout=round(self.timeout_s * 1000),  # milliseconds, per attempt
+            timeout=round(self.timeout_s * 1000),  # milliseconds, per read (guard: per attempt)
             retry_options=types.HttpRetryOptions(
                 attempts=self.max_retries + 1,  # attempts include the first request
                 initial_delay=RETRY_INITIAL_DELAY_S,
@@ -194,16 +202,39 @@ class GeminiBackend(ApiBackend):
     # ---- Batch Mode (--batch, support/batches.py) -----------------------------------------
     batch_limits = GEMINI_BATCH_LIMITS
 
-    async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
-        """Inline requests, each carrying its cache key in `metadata`."""
+    async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
+        """Inline requests, each carrying its cache key in `metadata`; `nonce` in the job's
+        display name."""
         src = []
         for key, request in items:
             contents, config = gemini_contents(request)
             item = types.InlinedRequest(contents=contents, config=config, metadata={"key": key})
             src.append(item)
         client = self._get_client()
-        job = await self._sdk(lambda: client.aio.batches.create(model=self.model_id, src=src))
+        # one attempt: a retry after a lost answer makes a second job (the intent finds the
+        # first when the next run lists them)
+        once = types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1))
+        config = types.CreateBatchJobConfig(display_name=NONCE_PREFIX + nonce, http_options=once)
+        try:
+            job = await client.aio.batches.create(model=self.model_id, src=src, config=config)
+        except Exception as exc:
+            raise creation_error(self.name, exc) from None
         return str(job.name)
+
+    async def list_batches(self, since: float) -> AsyncIterator[ListedBatch]:
+        """The project's batch jobs, all of them (the list's order is not documented; the
+        caller bounds how many it reads): `since` cannot end the walk."""
+        config = types.ListBatchJobsConfig(page_size=LIST_PAGE)
+        async for job in await self._get_client().aio.batches.list(config=config):
+            created = job.create_time.timestamp() if job.create_time is not None else 0.0
+            name = job.display_name or ""
+            nonce = name.removeprefix(NONCE_PREFIX) if name.startswith(NONCE_PREFIX) else None
+            stats = job.completion_stats
+            total = sum(
+                getattr(stats, f, None) or 0
+                for f in ("successful_count", "failed_count", "incomplete_count")
+            )
+            yield ListedBatch(str(job.name), created, nonce, total)
 
     async def batch_state(self, batch_id: str) -> BatchState:
         client = self._get_client()
@@ -214,7 +245,9 @@ class GeminiBackend(ApiBackend):
         total = done + ((stats.incomplete_count or 0) if stats else 0)
         return BatchState(state, GEMINI_ENDINGS.get(state), done, total)
 
-    async def batch_results(self, batch_id: str, keys: Sequence[str]) -> dict[str, Response | str]:
+    async def batch_results(
+        self, batch_id: str, keys: Sequence[str], nonce: str | None = None
+    ) -> dict[str, Response | str]:
         """The inlined responses, by the key in their metadata (else by position)."""
         client = self._get_client()
         job = await self._sdk(lambda: client.aio.batches.get(name=batch_id))

@@ -1,7 +1,10 @@
 """API keys from the environment, and the redaction of every secret of the run.
 
 Keys come from the variables the vendors' SDKs read (`KEY_ENV`); a missing key makes the factory
-raise `BackendUnavailable`, whose message names the variable and never a value. `redact` removes
+raise `BackendUnavailable`, whose message names the variable and never a value. `openai-compatible:`
+reads a variable of its own, `VLMBENCH_API_KEY` (a server's `--api-key`), never `OPENAI_API_KEY`:
+the server is whatever `--api-base` names, and the user's OpenAI key must not reach it. Its key is
+optional (`OPTIONAL_KEY`): a server started without `--api-key` gets a placeholder. `redact` removes
 every secret of the run (keys from the environment or registered, of any length, URL credentials,
 and their base64 and Basic-auth forms) from text before it reaches an error, a log or a report.
 """
@@ -20,7 +23,11 @@ KEY_ENV: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
     "anthropic": ("ANTHROPIC_API_KEY",),
     "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    # a self-hosted server's key (`vllm serve --api-key X`): its own variable, never OpenAI's
+    "openai-compatible": ("VLMBENCH_API_KEY",),
 }
+# providers whose key may be missing: the placeholder is sent instead
+OPTIONAL_KEY: frozenset[str] = frozenset({"openai-compatible"})
 # what openai-compatible servers get without a key (vLLM accepts any key unless --api-key is set)
 PLACEHOLDER_KEY = "EMPTY"
 REDACTED = "[redacted]"

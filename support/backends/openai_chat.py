@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend, public_url
+from support.backends.base import BackendError
 from support.backends.registry import NATIVE_PREFILL, prefill_mode_of
 from support.backends.retry import MalformedResponse, is_malformed
-from support.batches import BatchLimits, BatchState
+from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Part, Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -158,6 +160,14 @@ OPENAI_ENDINGS = {
 }
 
 
+# the batch's metadata key carrying its intent's nonce (support/batches.py): `metadata` on
+# batches.create, up to 16 string pairs, returned by retrieve and list
+# (platform.openai.com/docs/api-reference/batch/create)
+NONCE_METADATA = "vlmbench_intent"
+# batches a list page (the API's most: platform.openai.com/docs/api-reference/batch/list)
+LIST_PAGE = 100
+
+
 # the error codes of items a batch left unanswered when it expired or was cancelled
 UNANSWERED_CODES = ("batch_expired", "batch_cancelled")
 
@@ -205,6 +215,20 @@ def openai_retryable(exc: BaseException) -> bool:
     )
 
 
+def compatible_key_hint(error: str) -> str:
+    """A 401 of an openai-compatible: server, with what the suite sent: $VLMBENCH_API_KEY (or a
+    placeholder without it), never $OPENAI_API_KEY (a user's OpenAI key stays with OpenAI)."""
+    sent = (
+        "$VLMBENCH_API_KEY"
+        if os.environ.get("VLMBENCH_API_KEY", "").strip()
+        else ("a placeholder key: $VLMBENCH_API_KEY is not set")
+    )
+    return (
+        f"{error} (the server refused the key: openai-compatible: sends {sent}; it never sends "
+        "$OPENAI_API_KEY. Set VLMBENCH_API_KEY to the key the server was started with)"
+    )
+
+
 class OpenAIChatBackend(ApiBackend):
     """Chat Completions through `openai.AsyncOpenAI`."""
 
@@ -230,20 +254,33 @@ class OpenAIChatBackend(ApiBackend):
                 api_key=self._api_key,
                 base_url=self.client_url,  # None: OPENAI_BASE_URL, else api.openai.com
                 default_headers=self.client_headers or None,
-                timeout=self.timeout_s,  # seconds, per attempt
+                timeout=self.timeout_s,  # seconds, per read (the guard's deadline: per attempt)
                 max_retries=self.max_retries,
-                # the SDK's own defaults (limits, timeouts), plus the 429 hook
-                http_client=self.observed(self._http_client or openai.DefaultAsyncHttpxClient()),
+                # the SDK's own defaults (limits, timeouts, redirects) through the guard's
+                # transport (http_guard.py), plus the 429 hook
+                http_client=self.observed(self._http_client or self._default_http_client()),
             )
         return self._client
 
+    def _default_http_client(self) -> Any:
+        import openai
+
+        args = self.guarded_client_args(openai.DEFAULT_CONNECTION_LIMITS)
+        return openai.DefaultAsyncHttpxClient(**args)
+
     async def _once(self, body: bytes) -> tuple[tuple[str, ...], Usage]:
+        import openai
         from openai.types.chat import ChatCompletion
 
         # the SDK's generic POST (the client's JSON content type, auth, retries, timeouts)
-        completion = await self._get_client().post(
-            "/chat/completions", cast_to=ChatCompletion, content=body
-        )
+        try:
+            completion = await self._get_client().post(
+                "/chat/completions", cast_to=ChatCompletion, content=body
+            )
+        except openai.AuthenticationError as exc:
+            if self.identity["provider"] != "openai-compatible":
+                raise
+            raise BackendError(compatible_key_hint(str(exc))) from None
         return openai_result(completion)
 
     async def generate(self, request: Request) -> Response:
@@ -253,23 +290,38 @@ class OpenAIChatBackend(ApiBackend):
     # ---- the Batch API (--batch, support/batches.py) ------------------------------------
     batch_limits = OPENAI_BATCH_LIMITS
 
-    async def submit_batch(self, items: Sequence[tuple[str, Request]]) -> str:
-        """Upload the requests as a JSONL file (purpose "batch") and create a batch of it."""
+    async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
+        """Upload the requests as a JSONL file (purpose "batch") and create a batch of it, the
+        intent's `nonce` in its metadata."""
         native = self.prefill_mode == NATIVE_PREFILL
         data = b"".join(
             openai_batch_line(key, openai_body(request, self.model_id, native))
             for key, request in items
         )
         client = self._get_client()
-        upload = await self._sdk(
-            lambda: client.files.create(file=("vlmbench-batch.jsonl", data), purpose="batch")
-        )
-        batch = await self._sdk(
-            lambda: client.batches.create(
-                input_file_id=upload.id, endpoint=BATCH_ENDPOINT, completion_window="24h"
+        try:  # a failed upload or a refused create leaves no batch
+            upload = await client.files.create(file=("vlmbench-batch.jsonl", data), purpose="batch")
+            # no SDK retry of the create: a retry after a lost answer makes a second batch
+            # (the intent finds the first when the next run lists them)
+            batch = await client.with_options(max_retries=0).batches.create(
+                input_file_id=upload.id,
+                endpoint=BATCH_ENDPOINT,
+                completion_window="24h",
+                metadata={NONCE_METADATA: nonce},
             )
-        )
+        except Exception as exc:
+            raise creation_error(self.name, exc) from None
         return str(batch.id)
+
+    async def list_batches(self, since: float) -> AsyncIterator[ListedBatch]:
+        """The organization's batches, newest first (as the API returns them), down to `since`."""
+        async for batch in self._get_client().batches.list(limit=LIST_PAGE):
+            if batch.created_at < since:
+                return
+            counts = batch.request_counts
+            nonce = (batch.metadata or {}).get(NONCE_METADATA)
+            total = counts.total if counts is not None else 0
+            yield ListedBatch(str(batch.id), float(batch.created_at), nonce, total)
 
     async def batch_state(self, batch_id: str) -> BatchState:
         client = self._get_client()
@@ -279,7 +331,9 @@ class OpenAIChatBackend(ApiBackend):
         total = counts.total if counts is not None else 0
         return BatchState(str(batch.status), OPENAI_ENDINGS.get(batch.status), done, total)
 
-    async def batch_results(self, batch_id: str, keys: Sequence[str]) -> dict[str, Response | str]:
+    async def batch_results(
+        self, batch_id: str, keys: Sequence[str], nonce: str | None = None
+    ) -> dict[str, Response | str]:
         """The output file's answers and the error file's failures, by custom_id (= cache key)."""
         client = self._get_client()
         batch = await self._sdk(lambda: client.batches.retrieve(batch_id))

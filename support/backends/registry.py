@@ -27,9 +27,11 @@ where the object is a ModelSpec or an iterable of ModelSpecs. Entry points are l
 the first registry lookup; one that fails to load, or gives something else, or a name already
 taken, raises PluginError (a ValueError: a usage error at configure) naming the entry point.
 
-API endpoints: `--api-base` (BackendOptions.api_base) if given, else each SDK's own setting:
-OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL (all read by the SDKs themselves).
-`openai-compatible:` (vLLM and similar servers) requires `--api-base`.
+API endpoints: `--api-base` (BackendOptions.api_base) if given, else each SDK's own variable:
+OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL (read once by the backend and given
+to the SDK, so the endpoint in its cache identity is the one it sends to: api_backend.py).
+`openai-compatible:` (vLLM and similar servers) requires `--api-base`, and reads its key from
+VLMBENCH_API_KEY, never OPENAI_API_KEY (keys.py).
 """
 
 from __future__ import annotations
@@ -37,14 +39,13 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from support.backends.base import Backend, BackendUnavailable
-from support.backends.keys import KEY_ENV, env_key
+from support.backends.keys import KEY_ENV, OPTIONAL_KEY, env_key
 
 KINDS = ("reference", "api", "local-gpu", "local-cpu")
 ENTRY_POINT_GROUP = "vlmbench.models"
@@ -240,8 +241,9 @@ def _openai_compatible(name: str, model_id: str, opts: BackendOptions) -> Backen
     from support.backends.keys import PLACEHOLDER_KEY
     from support.backends.openai_chat import OpenAIChatBackend
 
-    # servers started without --api-key accept any key; OPENAI_API_KEY is used when set
-    key = os.environ.get("OPENAI_API_KEY", "").strip() or PLACEHOLDER_KEY
+    # VLMBENCH_API_KEY (the server's --api-key), never OPENAI_API_KEY: --api-base may name any
+    # server, and OpenAI's key is for OpenAI; servers started without --api-key accept any key
+    key = env_key("openai-compatible") or PLACEHOLDER_KEY
     return OpenAIChatBackend(name, model_id, api_key=key, compatible=True, **_api_kwargs(opts))
 
 
@@ -489,7 +491,8 @@ def availability(name: str, opts: BackendOptions | None = None) -> str | None:
     missing = _missing_module(modules)
     if missing is not None:
         return f'{name}: the {missing} package is not installed: pip install -e ".[{extra}]"'
-    if spec.provider in KEY_ENV and env_key(spec.provider) is None and not opts.keyless:
+    needs_key = spec.provider in KEY_ENV and spec.provider not in OPTIONAL_KEY
+    if needs_key and env_key(spec.provider) is None and not opts.keyless:
         return f"{name}: {' or '.join(KEY_ENV[spec.provider])} is not set"
     if spec.provider in ("vllm", "hf"):
         from support.backends.model_folder import checked_folder

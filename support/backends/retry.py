@@ -3,7 +3,10 @@
 The SDKs retry 429s, 5xx, timeouts and connection failures themselves. What they do not retry (a
 200 with an unparseable or incomplete body, or a connection dropped on their last attempt) gets a
 small outer retry here (`call_with_retry`, tenacity); everything that still escapes becomes a
-`BackendError` whose text is redacted (`backend_error`).
+`BackendError` whose text is redacted (`backend_error`). A response the HTTP guard stopped
+(`GuardFailure`: past the deadline, past a body cap; support/backends/http_guard.py) is never
+retried here (the SDK's retries had their turn) and names itself in the BackendError, however
+deep in the SDK's exception chain it lies.
 """
 
 from __future__ import annotations
@@ -26,6 +29,22 @@ class MalformedResponse(Exception):
     """A 200 response whose body lacks what the backend needs (retried by `call_with_retry`)."""
 
 
+class GuardFailure(Exception):
+    """A response support/backends/http_guard.py stopped; its text names the limit."""
+
+
+def guard_failure(exc: BaseException) -> GuardFailure | None:
+    """The GuardFailure `exc` is or was raised from (its cause / context chain), if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, GuardFailure):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def is_malformed(exc: BaseException) -> bool:
     """Decode and validation errors of a response body: the SDKs do not retry these."""
     if isinstance(exc, MalformedResponse | json.JSONDecodeError | UnicodeDecodeError):
@@ -38,7 +57,9 @@ def is_malformed(exc: BaseException) -> bool:
 
 
 def backend_error(model: str, exc: BaseException) -> BackendError:
-    """The BackendError an escaped SDK exception becomes: type and message, keys redacted."""
+    """The BackendError an escaped SDK exception becomes: type and message, keys redacted; the
+    guard's failure in its place where the SDK wrapped one (openai's "Request timed out.")."""
+    exc = guard_failure(exc) or exc
     message = str(exc) or repr(exc)
     return BackendError(redact(f"{model}: {type(exc).__name__}: {message}"))
 
@@ -46,7 +67,8 @@ def backend_error(model: str, exc: BaseException) -> BackendError:
 async def call_with_retry(
     call: Callable[[], Awaitable[T]], retryable: Callable[[BaseException], bool]
 ) -> T:
-    """Await `call()` up to 3 times while it raises what `retryable` accepts.
+    """Await `call()` up to 3 times while it raises what `retryable` accepts (never a
+    GuardFailure).
 
     Waits 0.05 s, 0.1 s, ... (at most 1 s) between attempts; the last error is re-raised as is.
     """
@@ -57,7 +79,7 @@ async def call_with_retry(
         wait=tenacity.wait_exponential(
             multiplier=OUTER_WAIT_MIN_S, min=OUTER_WAIT_MIN_S, max=OUTER_WAIT_MAX_S
         ),
-        retry=tenacity.retry_if_exception(retryable),
+        retry=tenacity.retry_if_exception(lambda e: retryable(e) and guard_failure(e) is None),
         reraise=True,
     )
 

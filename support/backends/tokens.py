@@ -22,7 +22,6 @@ Images (the size of the encoded image each request carries, read from its header
 from __future__ import annotations
 
 import functools
-import io
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -111,11 +110,10 @@ IMAGE_RULES = {
 
 def image_size(part: Part) -> tuple[int, int]:
     """(width, height) in pixels of an image part, from its encoded header."""
-    from PIL import Image
+    from support.images import image_size as header_size
 
     assert part.image is not None
-    with Image.open(io.BytesIO(part.image)) as img:
-        return img.size
+    return header_size(part.image, "an image part")
 
 
 def request_tokens(provider: str, request: Request, model_id: str = "") -> TokenCount:

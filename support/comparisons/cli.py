@@ -21,6 +21,7 @@ import pandas as pd
 
 from support import evaluations
 from support.comparisons.pairing import evaluation_comparisons, report_section
+from support.files import spreadsheet_safe
 from support.types import Outcome, outcome_id
 
 
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"A = {args.run_a}\nB = {args.run_b}")
     print(report_section(table, notes))
     if args.out:
-        table.to_csv(args.out, index=False, float_format="%.6g")
+        spreadsheet_safe(table).to_csv(args.out, index=False, float_format="%.6g")
     return 0
 
 

@@ -20,6 +20,14 @@ JSON (counts, when the first request arrived and the last response was written, 
 the server process's CPU seconds), and `record_dir` (`--record DIR`) stores every distinct request
 body as `DIR/<sha256 of the body>.json`, byte for byte, so another client can replay them.
 
+Hostile answers (`hostile=Hostile(...)`), to every model request: the whole response a few bytes
+at a time (`drip_s`, `drip_bytes`: slower than any per-read timeout notices), a gzip bomb
+(`bomb_bytes`: a valid answer padded with spaces to that many bytes, ~1 MB a GiB), an oversized
+answer (`big_bytes`, sent without Content-Length until the connection closes) or a 307 redirect
+(`redirect`: to another server's same path, or "same": once, to this server); each stops when the
+client goes or the server stops. The stats keep the headers of the model requests received
+(`headers`, the last `HEADERS_KEPT`), so a second server shows what a redirect brought it.
+
 The batch endpoints of the three protocols (support/testing/loopback_batches.py) answer each item
 with the same script; the fault rate fails a seeded share of items (an item-level error, counted in
 the stats' `batch_item_errors`, the next submission of that body succeeds), and
@@ -38,6 +46,7 @@ import os
 import random
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +57,8 @@ from typing import Any
 from support.testing.loopback_batches import ENDINGS, BatchPlan, BatchStore, plans_of
 
 FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
+HEADERS_KEPT = 100  # model requests whose headers the stats keep
+PAD_STEP = 2**20  # bytes of padding a write or a compression call (bomb, big)
 STATS_PATH = "/_loopback/stats"  # GET: ServerStats as JSON (`stats_json`)
 
 
@@ -114,6 +125,18 @@ class TokenBucket:
             return (1.0 - self.tokens) / self.limit.per_s
 
 
+@dataclass(frozen=True)
+class Hostile:
+    """How every model request is answered instead of the script's plain answer (all off by
+    default; the first set of drip_s, bomb_bytes, big_bytes, redirect applies)."""
+
+    drip_s: float = 0.0  # > 0: status line, headers and body, drip_bytes every drip_s seconds
+    drip_bytes: int = 1  # bytes a drip
+    bomb_bytes: int = 0  # > 0: a gzip body inflating to this many bytes (a valid answer)
+    big_bytes: int = 0  # > 0: an answer padded to this many bytes, no Content-Length
+    redirect: str | None = None  # a base URL: 307 to its same path; "same": once, to this server
+
+
 @dataclass
 class ServerStats:
     """What the server saw (thread-safe through the server's lock)."""
@@ -134,6 +157,8 @@ class ServerStats:
     batch_items: int = 0  # items of ended batches that were answered or failed
     batch_item_errors: int = 0  # of those, failed by the faults (item-level errors)
     batch_item_bodies: Counter = field(default_factory=Counter)  # sha256 of item body -> tries
+    headers: list[dict[str, str]] = field(default_factory=list)  # the last model requests'
+    hostile: Counter = field(default_factory=Counter)  # hostile answers sent, by kind
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -158,8 +183,11 @@ class LoopbackServer:
         record_dir: Path | None = None,
         rate_limit: RateLimit | None = None,
         batches: BatchPlan | Sequence[BatchPlan] | None = None,
+        hostile: Hostile | None = None,
+        port: int = 0,  # 0: any free port; a port: the same server restarted at its address
     ) -> None:
         self.script = script
+        self.port = port
         self.batch_store = BatchStore(
             lambda protocol, model, body: answer(script, protocol, model, body),
             self.batch_item_fails,
@@ -169,6 +197,8 @@ class LoopbackServer:
         self.api_key = api_key
         self.latency_s = latency_s
         self.faults = faults or Faults()
+        self.hostile = hostile or Hostile()
+        self._bombs: dict[tuple[str, str], bytes] = {}  # (protocol, model) -> gzip body
         self.lifetime_s = lifetime_s
         self.record_dir = Path(record_dir) if record_dir is not None else None
         if self.record_dir is not None:
@@ -186,7 +216,8 @@ class LoopbackServer:
 
     def start(self) -> LoopbackServer:
         handler = type("Handler", (_Handler,), {"owner": self})
-        self._httpd = _HTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _HTTPServer(("127.0.0.1", self.port), handler)
+        self.port = self._httpd.server_address[1]  # kept after stop: restart at the same URL
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         self._timer = threading.Timer(self.lifetime_s, self.stop)  # stops by itself
         self._timer.daemon = True
@@ -221,6 +252,24 @@ class LoopbackServer:
         with self.lock:
             self.stats.faults[kind] += 1
         return kind
+
+    def bomb(self, protocol: str, model: str, body: bytes) -> bytes:
+        """A gzip body that inflates to `hostile.bomb_bytes`: `body` (a JSON answer) with spaces
+        after its first byte; made once a (protocol, model), in steps of 1 MiB."""
+        key = (protocol, model)
+        with self.lock:
+            if key in self._bombs:
+                return self._bombs[key]
+        packer = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)  # gzip
+        out = [packer.compress(body[:1])]
+        left = max(0, self.hostile.bomb_bytes - len(body))
+        pad = b" " * PAD_STEP
+        while left > 0:
+            out.append(packer.compress(pad[: min(left, PAD_STEP)]))
+            left -= PAD_STEP
+        out += [packer.compress(body[1:]), packer.flush()]
+        with self.lock:
+            return self._bombs.setdefault(key, b"".join(out))
 
     def batch_item_fails(self, digest: str) -> bool:
         """Whether this try of a batch item (by its body's digest) fails: the same seeded share
@@ -446,9 +495,14 @@ class _Handler(BaseHTTPRequestHandler):
         if route is None:
             return self._json(404, {"error": {"message": f"no route {self.path}"}})
         protocol, model = route
+        with self.owner.lock:  # before the key check: what any request brought
+            stats = self.owner.stats
+            stats.headers = [*stats.headers[-HEADERS_KEPT + 1 :], dict(self.headers)]
         if not self._authorized(protocol):
             return self._json(401, {"error": {"message": "invalid api key"}})
         if self._over_rate(batch=False):  # answered at once, the body neither recorded nor counted
+            return
+        if self._hostile(protocol, model, raw):
             return
         owner = self.owner
         digest = hashlib.sha256(raw).hexdigest()
@@ -488,12 +542,12 @@ class _Handler(BaseHTTPRequestHandler):
         (support/testing/loopback_batches.py)."""
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = self.path.split("?", 1)[0]
-        if not self._authorized(BatchStore.protocol_of(path) or ""):
+        if not self._authorized(BatchStore.protocol_of(path, self.headers) or ""):
             return self._json(401, {"error": {"message": "invalid api key"}})
         if self._over_rate(batch=True):
             return
         status, data, ctype = self.owner.batch_store.handle(
-            method, path, self.headers, raw, self.owner.url
+            method, self.path, self.headers, raw, self.owner.url
         )
         self._raw(status, data, ctype)
 
@@ -542,6 +596,68 @@ class _Handler(BaseHTTPRequestHandler):
             if k == "key":
                 return v
         return None
+
+    def _hostile(self, protocol: str, model: str, raw: bytes) -> bool:
+        """Answer with the server's `Hostile` mode, if one is set (True: answered)."""
+        owner, mode = self.owner, self.owner.hostile
+        kind = (
+            "drip" if mode.drip_s > 0 else "bomb" if mode.bomb_bytes > 0
+            else "big" if mode.big_bytes > 0 else "redirect" if mode.redirect else None
+        )  # fmt: skip
+        if kind == "redirect" and mode.redirect == "same" and "hop=1" in self.path:
+            kind = None  # the redirected request: answered plainly
+        if kind is None:
+            return False
+        with owner.lock:
+            owner.stats.attempts += 1
+            owner.stats.hostile[kind] += 1
+        if kind == "redirect":
+            base = owner.url if mode.redirect == "same" else str(mode.redirect).rstrip("/")
+            hop = "&hop=1" if "?" in self.path else "?hop=1"
+            self._json(307, {"moved": True}, {"Location": f"{base}{self.path}{hop}"})
+            return True
+        body = json.dumps(answer(owner.script, protocol, model, json.loads(raw))).encode()
+        try:
+            if kind == "drip":
+                self._drip(body, mode.drip_s, max(1, mode.drip_bytes))
+            elif kind == "bomb":
+                self._raw(200, owner.bomb(protocol, model, body), "application/json", {
+                    "Content-Encoding": "gzip"})  # fmt: skip
+            else:
+                self._big(body, mode.big_bytes)
+        except OSError:  # the client gave up
+            pass
+        self.close_connection = True
+        return True
+
+    def _drip(self, body: bytes, every_s: float, step: int) -> None:
+        """The whole response, status line first, `step` bytes every `every_s` seconds, while
+        the server runs."""
+        head = (
+            f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        data = head + body
+        for i in range(0, len(data), step):
+            if self.owner._httpd is None:  # the server stopped
+                return
+            self.wfile.write(data[i : i + step])
+            time.sleep(every_s)
+
+    def _big(self, body: bytes, size: int) -> None:
+        """`body` padded with spaces to `size` bytes, written until done, without Content-Length
+        (the client reads to the close)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body[:1])
+        left = max(0, size - len(body))
+        pad = b" " * PAD_STEP
+        while left > 0 and self.owner._httpd is not None:
+            self.wfile.write(pad[: min(left, PAD_STEP)])
+            left -= PAD_STEP
+        self.wfile.write(body[1:])
 
     def _json(self, status: int, obj: dict, headers: dict[str, str] | None = None) -> bool:
         return self._raw(status, json.dumps(obj).encode(), "application/json", headers)

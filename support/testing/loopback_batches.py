@@ -1,12 +1,25 @@
 """The loopback server's batch endpoints, in the three vendors' wire protocols.
 
     OpenAI     POST /v1/files (multipart, purpose "batch", a JSONL of requests)
-               POST /v1/batches, GET /v1/batches/<id>, POST /v1/batches/<id>/cancel
+               POST /v1/batches (`metadata` kept and returned), GET /v1/batches/<id>,
+               POST /v1/batches/<id>/cancel, GET /v1/batches?limit=&after= (the list)
                GET /v1/files/<id>, GET /v1/files/<id>/content (output and error JSONL)
     Anthropic  POST /v1/messages/batches, GET /v1/messages/batches/<id>,
-               GET /v1/messages/batches/<id>/results (JSONL), POST .../<id>/cancel
-    Gemini     POST /v1beta/models/<model>:batchGenerateContent (inlined requests),
-               GET /v1beta/batches/<id>, POST /v1beta/batches/<id>:cancel
+               GET /v1/messages/batches/<id>/results (JSONL), POST .../<id>/cancel,
+               GET /v1/messages/batches?limit=&after_id=&before_id= (the list)
+    Gemini     POST /v1beta/models/<model>:batchGenerateContent (inlined requests, displayName),
+               GET /v1beta/batches/<id>, POST /v1beta/batches/<id>:cancel,
+               GET /v1beta/batches?pageSize=&pageToken= (the list; on /v1/batches told from
+               OpenAI's by its x-goog-api-key header)
+
+Every list is newest first and paged as its vendor documents it (OpenAI:
+platform.openai.com/docs/api-reference/batch/list, `limit` 1..100, default 20, `after` the last
+id of the page before, `has_more`; Anthropic: docs.anthropic.com/en/api/listing-message-batches,
+`limit` 1..1000, default 20, `after_id`/`before_id`, `has_more`, `first_id`, `last_id`; Gemini:
+ai.google.dev/api/batch-mode#method:-batches.list, `pageSize`, `pageToken`, `nextPageToken`, the
+operations in `operations`); `page_cap` makes pages smaller (a test of paging). `on_created`, when
+set, is called with each batch created before its creation is answered (a test kills its client
+there: the batch exists, the client never learns its id).
 
 Each item is answered by the server's script, as a synchronous request with the same body would be
 (`answer`); `item_fails(digest)` (the server's seeded faults) turns a share of items into item-level
@@ -32,10 +45,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 MAX_BATCHES = 256  # batches kept; the oldest is dropped past it
 MAX_FILES = 512  # uploaded and output files kept; the oldest is dropped past it
 WINDOW_S = 24 * 3600  # the completion window every batch states (seconds)
+LIST_DEFAULT = 20  # a list page's size when the client names none (OpenAI, Anthropic)
+LIST_MAX = {"openai": 100, "anthropic": 1000, "gemini": 1000}  # the most a page holds
 ENDINGS = ("completed", "expired", "cancelled")
 GEMINI_BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch"
 
@@ -128,13 +144,21 @@ class BatchStore:
         self.batches: OrderedDict[str, Batch] = OrderedDict()
         self.files: OrderedDict[str, tuple[dict, bytes]] = OrderedDict()  # id -> (meta, bytes)
         self.lock = threading.Lock()
+        self.page_cap: int | None = None  # a list page's size at most (tests of paging)
+        self.on_created: Callable[[Batch], None] | None = None  # before the create is answered
+        self.lists = 0  # list pages served
 
     # ---- routing -------------------------------------------------------------------------
     @staticmethod
-    def protocol_of(path: str) -> str | None:
-        """The protocol of a batch route (its key check), or None for any other path."""
+    def protocol_of(path: str, headers: Any = None) -> str | None:
+        """The protocol of a batch route (its key check), or None for any other path. The lists
+        of OpenAI and Gemini share /v1/batches: Gemini's sends x-goog-api-key."""
         if path.startswith("/v1/messages/batches"):
             return "anthropic"
+        if path == "/v1beta/batches" or (
+            path == "/v1/batches" and headers is not None and headers.get("x-goog-api-key")
+        ):
+            return "gemini"
         if ":batchGenerateContent" in path or re.search(r"/batches/[^/_]+(:cancel)?$", path):
             return "gemini"  # the SDK's /v1/batches/<id>: a Gemini id has no "batch_" prefix
         if path.startswith(("/v1/files", "/v1/batches")):
@@ -144,9 +168,15 @@ class BatchStore:
     def handle(
         self, method: str, path: str, headers: Any, raw: bytes, base_url: str
     ) -> tuple[int, bytes, str]:
-        """Answer one request on a batch route: (status, body, content type)."""
+        """Answer one request on a batch route (`path` with its query): (status, body, type)."""
+        parts = urlsplit(path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         try:
-            return self._dispatch(method, path, headers, raw, base_url)
+            lists = ("/v1/batches", "/v1beta/batches", "/v1/messages/batches")
+            protocol = self.protocol_of(parts.path, headers)
+            if method == "GET" and protocol and parts.path in lists:
+                return _json(200, self._list(protocol, query, base_url))
+            return self._dispatch(method, parts.path, headers, raw, base_url)
         except _NotFound as exc:
             return _json(404, {"error": {"message": str(exc)}})
         except (ValueError, KeyError, TypeError) as exc:  # a malformed request
@@ -203,7 +233,60 @@ class BatchStore:
             self.batches[batch.id] = batch
             while len(self.batches) > MAX_BATCHES:
                 self.batches.popitem(last=False)
+        if self.on_created is not None:
+            self.on_created(batch)
         return batch
+
+    # ---- the lists -----------------------------------------------------------------------
+    def _list(self, protocol: str, query: dict[str, str], base_url: str) -> dict:
+        """One page of `protocol`'s batches, newest first, in that vendor's list format."""
+        size_key = "pageSize" if protocol == "gemini" else "limit"
+        size = int(query.get(size_key) or LIST_DEFAULT)
+        if not 1 <= size <= LIST_MAX[protocol]:
+            raise ValueError(f"{size_key} {size}: 1 to {LIST_MAX[protocol]}")
+        size = min(size, self.page_cap or size)
+        with self.lock:
+            self.lists += 1
+            newest = [b for b in reversed(self.batches.values()) if b.protocol == protocol]
+        ids = [b.id for b in newest]
+
+        def after(batch_id: str) -> int:
+            if batch_id not in ids:
+                raise _NotFound(f"no batch {batch_id}")
+            return ids.index(batch_id) + 1
+
+        if protocol == "gemini":
+            start = int(query.get("pageToken") or 0)
+            page = newest[start : start + size]
+            body: dict[str, Any] = {"operations": [self._gemini(b) for b in page]}
+            if start + size < len(newest):
+                body["nextPageToken"] = str(start + size)
+            return body
+        if protocol == "openai":
+            start = after(query["after"]) if query.get("after") else 0
+            page = newest[start : start + size]
+            return {
+                "object": "list",
+                "data": [self._openai(b) for b in page],
+                "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None,
+                "has_more": start + size < len(newest),
+            }
+        if query.get("before_id"):
+            end = after(query["before_id"]) - 1
+            start = max(end - size, 0)
+            more = start > 0
+        else:
+            start = after(query["after_id"]) if query.get("after_id") else 0
+            end = start + size
+            more = end < len(newest)
+        page = newest[start:end]
+        return {
+            "data": [self._anthropic(b, base_url) for b in page],
+            "has_more": more,
+            "first_id": page[0].id if page else None,
+            "last_id": page[-1].id if page else None,
+        }
 
     def _poll(self, batch_id: str, *, cancel: bool = False) -> Batch:
         """A status read (counts toward the plan's polls) or a cancel; ends the batch when due."""

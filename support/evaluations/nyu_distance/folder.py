@@ -24,10 +24,10 @@ import re
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
 from support.evaluations.nyu_distance.camera import NYU_KINECT, Intrinsics
 from support.evaluations.nyu_distance.mat import HEIGHT, WIDTH
+from support.images import ImageDecodeError, decode_image
 from support.pickled_npy import load_npy
 
 _INTRINSICS = ("fx", "fy", "cx", "cy", "width", "height")
@@ -112,10 +112,10 @@ class NyuFolder:
     def image(self, i: int) -> np.ndarray:
         """(480, 640, 3) uint8 RGB of image i (row, column, channel)."""
         f = self.rgb_files[self._index(i)]
-        try:
-            rgb = np.asarray(Image.open(f).convert("RGB"))
-        except OSError as exc:
-            raise NyuFolderError(f"{f}: unreadable image ({exc})") from None
+        try:  # through the image door: allowed formats only, pixel limit, modes scaled
+            rgb = np.asarray(decode_image(f))
+        except ImageDecodeError as exc:
+            raise NyuFolderError(str(exc)) from None
         if self.transposed:  # undo the original's extra transpose and its x * 255 (mod 256)
             rgb = (-rgb.transpose(1, 0, 2).astype(np.int16)) % 256
         if rgb.shape != (HEIGHT, WIDTH, 3):

@@ -303,6 +303,8 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
 def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path) -> list[Path]:
     """marked_images/img0000_pair0.jpg: what the model saw, one per pair, drawn again here on
     the controller from the outcomes' pairs (workers write no files)."""
+    from support.evaluations.nyu_distance.folder import NyuFolderError
+    from support.evaluations.nyu_distance.mat import NyuMatError
     from support.evaluations.nyu_distance.spec import NyuSettings
     from support.evaluations.nyu_distance.task import marked_jpeg, marked_name, open_data, pair_of
 
@@ -313,7 +315,10 @@ def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path)
     pairs = {(o.params["image_idx"], o.params["pair_idx"]): o.params for o in outcomes}
     paths = []
     for image_idx in sorted({i for i, _ in pairs}):
-        rgb = mat.image(image_idx)
+        try:
+            rgb = mat.image(image_idx)
+        except (NyuFolderError, NyuMatError):  # a file refused or broken: its cases are errors
+            continue  # naming it already, and the other images are still drawn
         for (i, j), params in sorted(pairs.items()):
             if i == image_idx:
                 data = marked_jpeg(rgb, pair_of(params), settings.compat)

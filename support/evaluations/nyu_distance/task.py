@@ -17,7 +17,6 @@ backend failed.
 from __future__ import annotations
 
 import asyncio
-import io
 import math
 import warnings
 from collections.abc import Mapping
@@ -35,6 +34,7 @@ from support.evaluations.nyu_distance.parser import DistanceAnswer, format_dista
 from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
 from support.evaluations.nyu_distance.spec import NyuSettings
 from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
+from support.images import decode_image
 from support.memo import OnceCache
 from support.reporting import fit_picture, picture_jpeg
 from support.settings import Compat, RunSettings
@@ -258,7 +258,7 @@ class NyuDistanceEvaluation(Evaluation):
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """The marked image with the prediction and the truth written under it."""
-        image = fit_picture(Image.open(io.BytesIO(self.marked(case))).convert("RGB"))
+        image = fit_picture(decode_image(self.marked(case), "the marked image"))
         pred = (outcome.prediction or {}).get("distance_m")
         gt = case.params["gt_distance"]
         text = f"truth {gt:.2f} m   prediction " + (

@@ -35,7 +35,6 @@ non-image file is an `ImageError` naming it, so its cases are errors and nothing
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import random
 import re
@@ -45,6 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from support.evaluations.pgt.answers import AI, REAL
+from support.images import READ_FORMATS, ImageDecodeError, read_image_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +70,7 @@ ANY_DATASET = "*"  # the key of an image root given without a dataset name
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
-IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")  # decoded by PIL; no others
+IMAGE_FORMATS = READ_FORMATS  # the image door's: decoded by Pillow itself; no others
 # (PIL's EPS plugin, for one, runs Ghostscript: a data file never picks such a decoder)
 
 
@@ -78,7 +78,7 @@ class DatasetError(ValueError):
     """A PGT CSV that cannot be used: the message names the file, and the row and column."""
 
 
-class ImageError(ValueError):
+class ImageError(ImageDecodeError):
     """An image file of a dataset that is not a readable image: the message names the file."""
 
 
@@ -348,26 +348,13 @@ def _read_csv(csv: Path, name: str, check_images: bool, paths: ImagePaths) -> Pg
 
 
 def read_image(path: Path) -> bytes:
-    """The bytes of an image file, once PIL has decoded all of it (one of `IMAGE_FORMATS`);
-    ImageError naming the file when it is unreadable, empty, truncated or not an image."""
-    from PIL import Image
-
+    """The bytes of an image file, once all of it has decoded through the image door
+    (support/images.py: one of `IMAGE_FORMATS`, within its pixel limit); ImageError naming the
+    file when it is unreadable, empty, truncated, too large or not an image."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ImageError(f"{path}: image not readable: {exc.strerror or exc}") from None
-    if not data:
-        raise ImageError(f"{path}: empty file (0 bytes), not an image")
-    Image.init()  # every plugin registered: `formats` names some that open() loads lazily
-    try:  # untrusted bytes: a decoder may raise anything (OSError, SyntaxError, struct.error...)
-        with Image.open(io.BytesIO(data), formats=IMAGE_FORMATS) as im:
-            im.load()
-    except Exception as exc:
-        raise ImageError(
-            f"{path}: not a readable image ({type(exc).__name__}: {exc}; "
-            f"{len(data)} bytes, formats read: {', '.join(IMAGE_FORMATS)})"
-        ) from None
-    return data
+        return read_image_file(path)
+    except ImageDecodeError as exc:
+        raise ImageError(str(exc)) from None
 
 
 SOURCE_SHUFFLE_SEED = 0  # helpers.py:54-55: random.seed(0); random.shuffle(examples)

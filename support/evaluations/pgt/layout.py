@@ -3,7 +3,7 @@ results/pgt/{dataset}/{model}/{phrase}/{mode}/[n=N/].
 
 `baseline` has no mode folder; n=1 has no `n=` folder. Each run adds `reasoning_<ts>.json`,
 `performance_<ts>.json` and `evaluation_<ts>.log` there, `<ts>` being the run id (a timestamp
-%Y%m%d_%H%M%S unless --run-id names it).
+%Y%m%d_%H%M%S_<microseconds>_<4 hex digits> unless --run-id names it).
 
 Under `--compat source` the files are the source's: `reasoning_<ts>.json`,
 `performance_fixed_<ts>.json` and `confidence.json` in that folder, and the log in the same
@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from support.files import fit_name
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 
 def path_name(name: str) -> str:
-    """A model or dataset name as one folder name: `hf:/models/tiny` -> `hf_models_tiny`."""
-    return _UNSAFE.sub("_", name).strip("_.") or "_"
+    """A model or dataset name as one folder name: `hf:/models/tiny` -> `hf_models_tiny`; an
+    over-long one shortened with a hash (support.files.fit_name)."""
+    return fit_name(_UNSAFE.sub("_", name).strip("_.") or "_", name)
 
 
 def result_dir(

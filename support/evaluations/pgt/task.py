@@ -21,7 +21,6 @@ holds (PgtSettings.kept, read at configure; not under --override) is read back f
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +38,7 @@ from support.evaluations.pgt.layout import result_dir
 from support.evaluations.pgt.phrases import QUESTION, Prompt, build_prompt
 from support.evaluations.pgt.spec import PgtSettings
 from support.evaluations.pgt.synthetic import ensure_pgt_sample
+from support.images import decode_image
 from support.memo import OnceCache
 from support.reporting import fit_picture, picture_jpeg
 from support.runner import CallLog
@@ -237,9 +237,15 @@ class PgtEvaluation(Evaluation):
 
     # ---- requests ----------------------------------------------------------------------------
     def image(self, row: int) -> Part:
-        """The image file's bytes as they are (re-encoding would change what is being judged),
-        once decoded: an unreadable one is an ImageError naming it, its cases errors."""
-        return self._images.get(row, lambda r: Part.of_image(read_image(self.by_row[r].image)))
+        """The image file's bytes as they are when PNG or JPEG (re-encoding would change what is
+        being judged; GIF, BMP, TIFF and WebP are sent re-encoded as PNG, losslessly), once
+        decoded: an unreadable one is an ImageError naming it, its cases errors."""
+
+        def part(r: int) -> Part:
+            path = self.by_row[r].image
+            return Part.of_image(read_image(path), label=str(path))
+
+        return self._images.get(row, part)
 
     def prompt(self, case: Case) -> Prompt:
         phrase, mode = self.phrases[case.params["phrase"]], case.params["mode"] or "prefill"
@@ -336,8 +342,7 @@ class PgtEvaluation(Evaluation):
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """The image (up to 640 px) with the truth and the vote written under it (a canvas at
         least 480 px wide, for the text)."""
-        with Image.open(io.BytesIO(self.image(case.params["row"]).image or b"")) as im:
-            picture = im.convert("RGB")
+        picture = decode_image(self.image(case.params["row"]).image or b"", "the case's image")
         fit_picture(picture)
         votes = (outcome.prediction or {}).get("vote_distribution", {})
         predicted = (outcome.prediction or {}).get("aggregated_prediction")

@@ -36,6 +36,7 @@ from support.evaluations.pointing.classes import (
     presence_vector,
     watershed_mask_to_labels,
 )
+from support.images import ImageDecodeError, decode_image, image_size, to_rgb
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,6 @@ _FRAME_RE = re.compile(r"frame_\d+_endo\.png")
 _VIDEO_RE = re.compile(r"video\d+", re.IGNORECASE)
 HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 HUB_ID = "minwoosun/CholecSeg8k"
-_PIL_ERRORS = (OSError, ValueError, SyntaxError, Image.DecompressionBombError)
 
 
 class RowIndexError(IndexError, ValueError):
@@ -63,6 +63,11 @@ class RowIndexError(IndexError, ValueError):
 
 class CholecSeg8kFileError(ValueError):
     """A file of the dataset is missing, unreadable or of the wrong size; the message names it."""
+
+
+class CholecSeg8kImageError(CholecSeg8kFileError, ImageDecodeError):
+    """An image file of the dataset that the image door (support/images.py) refused or could not
+    decode: missing, of a format not read, over the pixel limit or broken; the message names it."""
 
 
 def video_id_from_path(path: str | None) -> str | None:
@@ -213,25 +218,18 @@ class RawTree:
     def read(self, column: str, i: int) -> Image.Image:
         """Row i's `column` decoded; CholecSeg8kFileError names an unreadable file."""
         path = self.path(column, i)
-        try:
-            with Image.open(path) as img:
-                img.load()  # decode now: a broken file fails here, named
-                return img
-        except FileNotFoundError:
-            raise CholecSeg8kFileError(f"{path}: missing") from None
-        except _PIL_ERRORS as e:
-            raise CholecSeg8kFileError(f"{path}: not a readable image ({e})") from None
+        try:  # decoded now, through the image door: a broken or refused file fails here, named
+            return decode_image(path, mode="stored")
+        except ImageDecodeError as e:
+            raise CholecSeg8kImageError(str(e)) from None
 
     def size(self, column: str, i: int) -> tuple[int, int]:
         """(W, H) of row i's `column` from its header."""
         path = self.path(column, i)
         try:
-            with Image.open(path) as img:
-                return img.size
-        except FileNotFoundError:
-            raise CholecSeg8kFileError(f"{path}: missing") from None
-        except _PIL_ERRORS as e:
-            raise CholecSeg8kFileError(f"{path}: not a readable image ({e})") from None
+            return image_size(path)
+        except ImageDecodeError as e:
+            raise CholecSeg8kImageError(str(e)) from None
 
     def where(self, column: str, i: int) -> str:
         return str(self.path(column, i))
@@ -257,8 +255,14 @@ class _DatasetRows:
                     raise ValueError(f"{source}: column {c!r} holds no images: {e}") from e
         self.ds = ds
         self.source = source
-        # one single-column view per column: a row read decodes only that image
-        self._views = {c: ds.select_columns([c]) for c in COLUMNS if c in ds.column_names}
+        # one single-column view per column, its images left encoded ({bytes, path}): a row read
+        # decodes only that image, through the image door (support/images.py), never datasets'
+        # own decoding (every Pillow plugin, Ghostscript's included)
+        self._views = {
+            c: ds.select_columns([c]).cast_column(c, datasets.Image(decode=False))
+            for c in COLUMNS
+            if c in ds.column_names
+        }
 
     def __len__(self) -> int:
         return len(self.ds)
@@ -268,18 +272,25 @@ class _DatasetRows:
             raise ValueError(f"{self.source}: dataset has no {column!r} column")
         return self._views[column]
 
+    def _encoded(self, column: str, i: int) -> bytes | str:
+        """Row i's `column` as stored: its bytes, or the path of its file."""
+        cell = self._view(column)[i][column] or {}
+        data = cell.get("bytes")
+        if data is None and not cell.get("path"):
+            raise CholecSeg8kFileError(f"{self.where(column, i)}: no image stored")
+        return data if data is not None else cell["path"]
+
     def read(self, column: str, i: int) -> Image.Image:
         try:
-            img = self._view(column)[i][column]
-            img.load()
-            return img
-        except _PIL_ERRORS as e:
-            raise CholecSeg8kFileError(
-                f"{self.where(column, i)}: not a readable image ({e})"
-            ) from None
+            return decode_image(self._encoded(column, i), self.where(column, i), mode="stored")
+        except ImageDecodeError as e:
+            raise CholecSeg8kImageError(str(e)) from None
 
     def size(self, column: str, i: int) -> tuple[int, int]:
-        return self._view(column)[i][column].size  # PIL reads the header only
+        try:  # the header only
+            return image_size(self._encoded(column, i), self.where(column, i))
+        except ImageDecodeError as e:
+            raise CholecSeg8kImageError(str(e)) from None
 
     def where(self, column: str, i: int) -> str:
         return f"{self.source}: row {i} column {column!r}"
@@ -407,7 +418,7 @@ class CholecSeg8k:
         img = self._rows.read("image", self._check_row(i))
         if self._has("watershed_mask"):
             self.watershed_labels(i)
-        return img if img.mode == "RGB" else img.convert("RGB")
+        return to_rgb(img)  # 16-bit grey scaled, transparency on white, ...
 
     def _has(self, column: str) -> bool:
         """Whether the data has `column` (a raw tree has all four)."""

@@ -15,7 +15,6 @@ from a prepared folder as they are (e.g. the original's data_info/cholecseg8k).
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import threading
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from support.evaluations.pointing.prompts import (
 from support.evaluations.pointing.selection import near_miss_negative
 from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.synthetic import ensure_cholecseg8k
+from support.images import decode_image
 from support.memo import FileMemo, OnceCache
 from support.reporting import PICTURE_PX, picture_jpeg
 from support.settings import RunSettings
@@ -475,7 +475,7 @@ class PointingEvaluation(Evaluation):
     def _picture_canvas(self, row: int) -> tuple[np.ndarray, float]:
         """The canvas the model saw, scaled to PICTURE_PX wide (H, W, 3 uint8), and the factor
         from canvas px to picture px (decoded and scaled once per frame, not once per case)."""
-        canvas = Image.open(io.BytesIO(self.frame(row)[0].image or b"")).convert("RGB")
+        canvas = decode_image(self.frame(row)[0].image or b"", f"row {row}'s canvas")
         scale = min(1.0, PICTURE_PX / canvas.width)
         if scale < 1.0:
             size = (PICTURE_PX, round(canvas.height * scale))

@@ -21,7 +21,6 @@ Clusters (the bootstrap's unit) are videos: a VQA case's clip, a tool frame's vi
 from __future__ import annotations
 
 import asyncio
-import io
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +68,7 @@ from support.evaluations.surgvqa.video import (
     iter_frames,
     read_frames,
 )
+from support.images import decode_image
 from support.memo import OnceCache
 from support.reporting import PICTURE_PX, fit_picture, picture_jpeg
 from support.settings import RunSettings
@@ -340,7 +340,7 @@ class SurgvqaEvaluation(Evaluation):
         the question, the answer, the best reference and the score."""
         font = ImageFont.load_default(size=18)  # px
         if case.params["category"] == "tools":
-            image = Image.open(io.BytesIO(self.frame_jpeg(case))).convert("RGB")
+            image = decode_image(self.frame_jpeg(case), f"{case.params['video']} frame")
             draw = ImageDraw.Draw(image)
             target = outcome.target or {"boxes": case.params["boxes"]}
             for colour, boxes in (
@@ -354,7 +354,7 @@ class SurgvqaEvaluation(Evaluation):
             return picture_jpeg(fit_picture(image))
         _, frames = self.clip(case)
         shown = [
-            Image.open(io.BytesIO(frames[i])).convert("RGB")
+            decode_image(frames[i], f"{case.id} frame {i}")
             for i in linspace_subset(list(range(len(frames))), 4)
         ]
         tile = VQA_TILE_PX

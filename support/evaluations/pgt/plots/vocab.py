@@ -38,6 +38,7 @@ from support.evaluations.pgt.plots.data import (
     read_json,
     result_files,
 )
+from support.files import spreadsheet_safe
 
 POSITIVE = "ai-generated"
 MIN_DF_DOCS = 10
@@ -57,7 +58,7 @@ def plot_vocab_lr(
         return ps.skip("vocab_lr", str(e))
     csv = Path(out_dir) / "vocab_lr.csv"
     csv.parent.mkdir(parents=True, exist_ok=True)
-    weights.to_csv(csv, index=False)
+    spreadsheet_safe(weights).to_csv(csv, index=False)  # words from answers: never formulas
     with ps.publication_style():
         fig = vocab_figure(weights, method_labels(docs))
         return [*ps.save_figure(fig, out_dir, "vocab_lr"), csv]
