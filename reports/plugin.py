@@ -45,6 +45,7 @@ REPORT_MODULES = (
     "matplotlib.backends.backend_agg",
 )
 
+IMPORTS_JOIN_S = 120.0  # seconds the process waits at exit for the background imports, at most
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
 OUTCOMES_ATTR = "vlmbench_outcomes"  # TestReport attribute: list of Outcome JSON dicts
 MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary (-v)
@@ -81,6 +82,7 @@ class ReportPlugin:
         self.finished: set[str] = set()  # node ids of the cases that ran to their teardown
         self.interrupted = False  # the session ended by KeyboardInterrupt (SIGINT)
         self._to_import: list[str] = []  # imported in the background once cases report
+        self._importer: threading.Thread | None = None  # the thread importing them
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The modules the run's files will need (imported once the first case reports)."""
@@ -103,9 +105,10 @@ class ReportPlugin:
             self.finished.add(report.nodeid)
         if self._to_import:  # the first case is done: requests are flowing
             modules, self._to_import = self._to_import, []
-            threading.Thread(
+            self._importer = threading.Thread(
                 target=_import_quietly, args=(modules,), name="vlmbench-imports", daemon=True
-            ).start()
+            )
+            self._importer.start()
         for d in getattr(report, OUTCOMES_ATTR, None) or ():
             o = Outcome.from_json(d)
             self.outcomes.setdefault((o.evaluation, o.case_id), o)
@@ -221,6 +224,15 @@ class ReportPlugin:
                 return [path] if path else []
 
             self._attempt(name, write_report)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The background imports finished before the process exits: a run shorter than they
+        are (a cached or empty-answer run on a loaded machine) otherwise exited while that thread
+        was inside an extension module's import (scipy's, statsmodels'), and the process died
+        at exit with SIGABRT ("terminate called without an active exception", exit code -6)
+        after every file was written."""
+        if self._importer is not None:
+            self._importer.join(timeout=IMPORTS_JOIN_S)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         tr = terminal.PrintableLines(terminalreporter)  # no escape sequence from data printed
