@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from support.files import write_error
 from support.types import Request, Response, canonical_json, sha256_hex
 
 # 2: API identities name the endpoint instead of the SDK version; hf: names the device type
@@ -71,14 +71,8 @@ def unusable(path: Path, why: str) -> CacheUnusable:
 
 
 def writable(folder: Path) -> bool:
-    """Whether this process can create files in `folder` (made if missing): tried, not guessed
-    from permission bits (root, read-only mounts, immutable folders)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
+    """Whether this process can create files in `folder` (made if missing; support.files)."""
+    return write_error(folder) is None
 
 
 def connect_read_only(path: Path, timeout_s: float = 60.0) -> sqlite3.Connection:

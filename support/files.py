@@ -99,6 +99,17 @@ def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:
     return path
 
 
+def write_error(folder: Path) -> OSError | None:
+    """None when this process can create files in `folder` (made if missing), else the error:
+    tried, not guessed from permission bits (root, read-only mounts, immutable folders)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except OSError as exc:
+        return exc
+
+
 # longest file or folder name made from free text, in characters (ASCII: bytes too); file systems
 # allow 255 bytes, and a name made here gets prefixes and suffixes (`.sqlite`, `reasoning_...`)
 MAX_NAME_CHARS = 120
