@@ -118,6 +118,7 @@ def test_import_loads_no_model_runtime() -> None:
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
+@pytest.mark.slow  # ~9 s: torch and sentence-transformers imported, the model loaded
 def test_int8_onnx_agrees_with_the_sentence_transformers_model(embedder: Embedder) -> None:
     # The same all-MiniLM-L6-v2 in full precision, through sentence-transformers (needs torch).
     pytest.importorskip("sentence_transformers")

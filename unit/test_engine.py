@@ -9,10 +9,12 @@ import pytest
 
 from support.backends.base import Backend, BackendError
 from support.backends.reference import ChanceBackend, OracleBackend
+from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
 from support.backends.scripted import ScriptedBackend
 from support.cache import ResponseCache
 from support.engine import Engine, MicroBatcher, ModelClient
-from support.types import Part, Request, Response
+from support.runner import run_case
+from support.types import Case, Part, Request, Response, Verdict
 
 
 def req(text: str, **kw) -> Request:
@@ -130,6 +132,59 @@ def test_cache_serves_repeats_and_never_stores_errors(tmp_path):
     assert [r.text for r in second] == ["ok:a", "ok:b", "ok:bad"]
     assert [r.cached for r in second] == [True, True, False]
     assert backend.calls == 4  # only the failed one was sent again
+
+
+class MalformedApi(Backend):
+    """An API backend's failure path (support/backends/api_backend.py, `generate`): every attempt
+    gets a 200 without a usable body (MalformedResponse), the outer retry (call_with_retry, 3
+    attempts) gives up and the error escapes as retry.backend_error's BackendError. With
+    `failing` off it answers "yes"."""
+
+    def __init__(self) -> None:
+        self.name, self.identity = "api", {"provider": "test", "model": "api"}
+        self.failing = True
+        self.calls = self.attempts = 0
+
+    async def generate(self, request: Request) -> Response:
+        self.calls += 1
+
+        async def once() -> Response:
+            self.attempts += 1
+            if self.failing:
+                raise MalformedResponse("200 without choices")
+            return Response(texts=("yes",) * request.n, model=self.name)
+
+        try:
+            return await call_with_retry(once, is_malformed)
+        except Exception as exc:
+            raise backend_error(self.name, exc) from None
+
+
+class AskOnce:
+    """One question; right when the answer is "yes"."""
+
+    name = "toy"
+
+    async def evaluate(self, case: Case, client) -> Verdict:
+        answer = await client.generate(req("Is it?"))
+        return Verdict("correct" if answer.text == "yes" else "wrong", prediction=answer.text)
+
+
+def test_a_backend_error_after_retries_is_an_error_outcome_and_never_cached(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    backend = MalformedApi()
+    case = Case("c1", "toy")
+    first = asyncio.run(run_case(AskOnce(), case, ModelClient(backend, cache, concurrency=1)))
+    (o,) = first.outcomes
+    assert o.status == "error" and o.raw == "" and o.prediction is None
+    assert o.error == "api: MalformedResponse: 200 without choices"
+    assert isinstance(first.exception, BackendError)  # reported, not an empty answer
+    assert (backend.calls, backend.attempts, len(cache)) == (1, 3, 0)  # nothing stored
+    backend.failing = False  # the provider recovers: the next run sends the request again
+    second = asyncio.run(run_case(AskOnce(), case, ModelClient(backend, cache, concurrency=1)))
+    (again,) = second.outcomes
+    assert again.status == "correct" and (again.backend_calls, again.cache_hits) == (1, 0)
+    assert (backend.calls, len(cache)) == (2, 1)
 
 
 def test_cache_key_covers_the_request_and_the_model():

@@ -92,6 +92,8 @@ def test_phrase_specs_select_and_add_phrases():
         ("synthetic", AI),
         ("AI generated image", AI),
         ("It is not real.", AI),
+        ("Not real.", AI),  # a bare "not" negates (answers.py _NEGATION)
+        ("not AI-generated", REAL),
         ("This image isn't AI-generated; it is a photo.", REAL),
         ("Is this image real or AI-generated? It is real", REAL),
         ("real or ai-generated: ai-generated", AI),
@@ -100,6 +102,30 @@ def test_phrase_specs_select_and_add_phrases():
     ],
 )
 def test_extract_prediction(text, label):
+    assert extract_prediction(text) == label
+
+
+# every negation form of answers.py's _NEGATION (not, isn't / isn’t / isnt, is not, never, no),
+# then optionally "a"/"an" and one word, flips the label that follows
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("this image is not real", AI),
+        ("Not real: the lighting is inconsistent.", AI),
+        ("The image does not look real.", AI),  # "not" + one word + label
+        ("It's probably not a real photograph.", AI),  # "not" + "a" + label
+        ("Not AI-generated; a real photo.", REAL),
+        ("I would say not fake.", REAL),
+        ("It isn't real.", AI),
+        ("It isn’t real.", AI),
+        ("it isnt fake", REAL),
+        ("This is not an AI-generated image.", REAL),
+        ("This could never be real.", AI),
+        ("No AI was involved here.", REAL),
+        ("It is no real photograph.", AI),
+    ],
+)
+def test_every_negation_form_flips_the_label(text: str, label: str) -> None:
     assert extract_prediction(text) == label
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import string
 import warnings
 
 import pytest
@@ -31,9 +32,68 @@ PRINTED_TOKENS = [
 ]
 
 
+def official_tokens(text: str) -> list[str]:
+    """The official scorer's tokens, copied from isi-challenges/surgvu26-category-2-eval-public
+    (commit 9fb483e) evaluation/evaluate.py:244-246 (`normalize`: ASCII punctuation deleted, lower
+    case, stripped) and :251 (`compute_bleu`: `.split()`)."""
+    return text.translate(str.maketrans("", "", string.punctuation)).lower().strip().split()
+
+
 def test_writeup_per_reference_scores_exactly() -> None:
     assert reference_scores(REFERENCES, "no") == PRINTED_SCORES  # exact floats, not approx
-    assert [tokens(r) for r in REFERENCES] == PRINTED_TOKENS
+    assert (
+        [tokens(r) for r in REFERENCES] == PRINTED_TOKENS == list(map(official_tokens, REFERENCES))
+    )
+    # the write-up's punctuation all sits before a space, so deleting and spacing it agree there;
+    # inside a word they do not: the official scorer deletes it, so these spell "no" and score the
+    # printed list exactly (spaced, "N.O." would be the two tokens "n o", "n-o" too)
+    for candidate in ("N.O.", "n-o", "'no'"):
+        assert tokens(candidate) == ["no"], candidate
+        assert reference_scores(REFERENCES, candidate) == PRINTED_SCORES, candidate
+
+
+# ../shared/research/surgvu.md:22-27, the official normalisation's edge cases [verified there
+# against the official evaluator]: "-" and "/" deleted, not spaced; Unicode punctuation kept
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("tip-up fenestrated grasper", ["tipup", "fenestrated", "grasper"]),  # surgvu.md:24
+        ("permanent cautery hook/spatula", ["permanent", "cautery", "hookspatula"]),
+        ("Needle-driver's tip.", ["needledrivers", "tip"]),
+        ("No, it was not.", ["no", "it", "was", "not"]),
+        ("“No”", ["“no”"]),  # U+201C/U+201D are not string.punctuation (surgvu.md:23)
+        ("No—", ["no—"]),  # U+2014 neither
+        ("...", []),
+    ],
+)
+def test_official_normalisation_deletes_ascii_punctuation(text: str, expected: list[str]) -> None:
+    assert official_tokens(text) == expected  # the golden list is the official code's
+    assert tokens(text) == expected
+
+
+def test_hyphenated_words_score_as_one_token_as_the_official_scorer() -> None:
+    # exact-match ceilings with nltk's method1 smoothing (0.1 for each empty n-gram order):
+    # 1 token 0.1 ** 0.75 = 0.1778, 2 tokens 0.1 ** 0.5 = 0.3162, 3 tokens 0.1 ** 0.25 = 0.5623
+    # (surgvu.md:24-25; the 1-token value is the write-up's printed 0.1778279410038923)
+    assert max_bleu(["tip-up"], "tipup")[0] == PRINTED_MAX  # one token each side, deleted
+    assert max_bleu(["tip-up"], "tip up")[0] == 0.0  # "tip", "up" never match "tipup"
+    assert max_bleu(["tip-up grasper"], "tipup grasper")[0] == pytest.approx(0.1**0.5, rel=1e-12)
+    ref = "tip-up fenestrated grasper"
+    assert max_bleu([ref], "Tip-up fenestrated grasper.")[0] == pytest.approx(0.1**0.25, rel=1e-12)
+    # spaced, "tip up fenestrated grasper" would be a 4-token exact match scoring 1.0
+    assert max_bleu([ref], "tip up fenestrated grasper")[0] < 0.2
+
+
+@pytest.mark.parametrize(
+    ("candidate", "golden"),
+    [
+        (" ".join(["no"] * 8), 0.0278),  # repeated tokens clipped (surgvu.md:25)
+        ("No, a large needle driver was utilized.", 0.7014),  # max of singles (surgvu.md:26-27)
+        ("No", PRINTED_MAX),
+    ],
+)
+def test_research_edge_case_scores(candidate: str, golden: float) -> None:
+    assert max_bleu(REFERENCES, candidate)[0] == pytest.approx(golden, abs=5e-5)  # 4 digits
 
 
 @pytest.mark.parametrize("candidate", ["no", "No", "No.", "NO!", "  no  "])
