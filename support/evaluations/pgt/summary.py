@@ -132,7 +132,11 @@ def pair_key(o: Outcome, field: str) -> str:
     without the compared part (`-cot-prefill`, `-n5`)."""
     case = o.item_id
     part = {"variant": variant(o), "n": f"n{o.group['n']}"}.get(field)
-    return (case + "-").replace(f"-{part}-", "-", 1) if part else case
+    if not part:
+        return case
+    # the last "-<part>-": the image id before it may hold the same text (a generator "n1")
+    head, found, tail = (case + "-").rpartition(f"-{part}-")
+    return f"{head}-{tail}" if found else f"{case}-"
 
 
 # paired comparisons (support/comparisons/pairing.py): each phrase x mode vs baseline and each n vs
