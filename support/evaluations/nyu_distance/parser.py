@@ -157,7 +157,7 @@ def _to_quantity(m: re.Match) -> _Quantity | None:
         v2, u2 = second
         unit = u2 or u1  # "1.5-2 m": the unit after the range applies to both ends
         metres = (v1 * UNIT_METRES[u1 or unit or "m"] + v2 * UNIT_METRES[u2 or unit or "m"]) / 2
-    if not math.isfinite(metres) or metres < 0:
+    if metres < 0:  # an infinite one is kept: parse_answer rejects it as implausible
         return None
     return _Quantity(metres, unit)
 
