@@ -62,7 +62,8 @@ def run() -> list[Outcome]:
     return outs
 
 
-@pytest.fixture(scope="module")
+# function scope: mutmut maps a test to the code its own setup calls
+@pytest.fixture
 def summary() -> pd.DataFrame:
     return summarize(run(), SummaryContext.of(n_resamples=200, seed=3))
 
