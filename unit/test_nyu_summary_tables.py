@@ -5,6 +5,7 @@ them, the headline, the results JSON's keys (`--compat source`), MAE by true dis
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -16,13 +17,17 @@ from support.evaluations.nyu_distance.spec import NyuSettings
 from support.evaluations.nyu_distance.summary import (
     HEADLINE,
     METRICS,
+    abs_error,
     by_distance,
     data_label,
     headline,
+    median_interval,
+    pair_counts,
     report_text,
     result_key,
     result_rows,
     summarize,
+    write_results_json,
 )
 from support.settings import RunSettings
 from support.types import Outcome
@@ -176,8 +181,8 @@ def test_mae_by_true_distance() -> None:
 
 def test_data_label(tmp_path) -> None:
     synthetic = data_label(RunSettings(cache_dir=tmp_path))
-    assert synthetic is not None and "synthetic" in synthetic
-    assert "support/evaluations/nyu_distance/synthetic.py" in synthetic
+    where = "support/evaluations/nyu_distance/synthetic.py"
+    assert synthetic == f"synthetic sample ({where}; not the real NYU Depth V2)"
     for settings in (NyuSettings(mat="x.mat"), NyuSettings(folder="extracted")):
         run_settings = RunSettings(cache_dir=tmp_path, evaluations={"nyu_distance": settings})
         assert data_label(run_settings) is None
@@ -202,3 +207,97 @@ def test_report_sections(summary: pd.DataFrame) -> None:
     assert [(c[1], c[2], float(c[4])) for c in cells] == [
         ("0-1", "2", 0.1), ("1-2", "2", 0.8), ("2-3", "2", 0.5), (">= 3", "2", 3.0)
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("gt", "pred", "counts"),
+    [
+        # [pairs, answered, |e|, e^2, e, |e|/gt, delta < 1.25]
+        (2.0, 2.5, [1, 1, 0.5, 0.25, 0.5, 0.25, 0]),  # 2.5/2 = 1.25: not < 1.25
+        (0.5, 0.3, [1, 1, 0.2, 0.04, -0.2, 0.4, 0]),  # under: 0.5/0.3 = 1.67
+        (2.0, 1.7, [1, 1, 0.3, 0.09, -0.3, 0.15, 1]),  # 2/1.7 = 1.18
+        (1.5, 0.0, [1, 1, 1.5, 2.25, -1.5, 1.0, 0]),  # an answer of 0 m: ratio inf
+        (1.5, None, [1, 0, 0, 0, 0, 0, 0]),  # unparsable: a pair, not answered
+    ],
+)
+def test_pair_counts_by_hand(gt: float, pred: float | None, counts: list[float]) -> None:
+    o = pair("a", 0, 0, gt, pred)
+    assert pair_counts(o) == pytest.approx(counts)
+    expected = math.nan if pred is None else abs(pred - gt)
+    assert abs_error(o) == pytest.approx(expected, nan_ok=True)
+
+
+def test_std_error_of_equal_errors_is_zero_not_nan() -> None:
+    # three answers each 0.4 m over: the spread of |e| is 0; mean(e^2) - mean(|e|)^2 rounds to
+    # -2.8e-17 here, which must not become sqrt(negative) = NaN
+    outs = [pair("a", i, 0, 0.5, 0.9) for i in range(3)]
+    row = summarize(outs, SummaryContext.of(n_resamples=50, seed=0)).iloc[0]
+    assert row.std_error == pytest.approx(np.std([0.4, 0.4, 0.4]), abs=1e-12)
+    assert row.std_error_lo == pytest.approx(0.0, abs=1e-12)
+
+
+def test_intervals_follow_the_seed() -> None:
+    # 10 images x 3 pairs of random answers: enough distinct values for the percentiles to move
+    rng = np.random.default_rng(8)
+    outs = [
+        pair("a", i, j, float(gt), float(gt + d))
+        for i in range(10)
+        for j, (gt, d) in enumerate(zip(rng.uniform(1, 4, 3), rng.normal(0, 1, 3), strict=True))
+        if gt + d > 0
+    ]
+    first = summarize(outs, SummaryContext.of(n_resamples=200, seed=3))
+    again = summarize(outs, SummaryContext.of(n_resamples=200, seed=3))
+    other = summarize(outs, SummaryContext.of(n_resamples=200, seed=4))
+    columns = [c for c in first.columns if c.endswith(("_lo", "_hi"))]
+    pd.testing.assert_frame_equal(first[columns], again[columns])  # same seed, same intervals
+    for m in ("mae", "median_abs_error"):  # another seed, other draws
+        assert (first[f"{m}_lo"].iloc[0], first[f"{m}_hi"].iloc[0]) != (
+            other[f"{m}_lo"].iloc[0],
+            other[f"{m}_hi"].iloc[0],
+        ), m
+    # the median's interval is median_interval's on the answered pairs, with the run's seed
+    errors = np.array([o.scores["abs_error"] for o in outs])
+    clusters = [o.cluster for o in outs]
+    lo, hi = median_interval(errors, clusters, 200, 3)
+    assert (first.median_abs_error_lo.iloc[0], first.median_abs_error_hi.iloc[0]) == (lo, hi)
+    assert median_interval(errors, clusters, 200, 4) != (lo, hi)
+    assert median_interval(np.array([]), [], 100, 0) == (
+        pytest.approx(np.nan, nan_ok=True),
+        pytest.approx(np.nan, nan_ok=True),
+    )
+
+
+def test_results_json_file(tmp_path) -> None:
+    outs = [pair("gpt-4o", 1, 0, 2.0, 2.5), pair("gpt-4o", 0, 0, 3.0, None)]
+    path = write_results_json(outs, tmp_path / "nyu_distance_results.json", "source")
+    text = path.read_text()
+    assert text.endswith("}\n") and text.startswith('{\n  "gpt4o": [')  # indent 2
+    doc = json.loads(text)
+    assert list(doc) == ["gpt4o"]
+    got = [(r["image_idx"], r["predicted_distance"]) for r in doc["gpt4o"]]
+    assert got == [(0, None), (1, 2.5)]
+    plain = json.loads(write_results_json(outs, tmp_path / "w.json").read_text())
+    assert list(plain) == ["gpt-4o"]
+
+
+def test_report_text_layout_and_rounding() -> None:
+    # model d, all in the 1-2 m bin: |e| = 0.1, 0.2, 0.2 -> MAE 0.5 / 3 = 0.167 (3 decimals)
+    outs = [pair("d", 0, 0, 1.0, 1.1), pair("d", 0, 1, 1.5, 1.7), pair("d", 1, 0, 1.2, 1.0)]
+    s = summarize(outs, SummaryContext.of(n_resamples=20, seed=0))
+    text = report_text(s, outs, "synthetic sample")
+    lines = text.splitlines()
+    assert lines[0] == "# NYU Depth V2 3D distance evaluation: synthetic data"
+    for sentence in (
+        "Each case shows an indoor image with a red cross at A and a blue cross at B and asks "
+        "for their 3D Euclidean distance in metres.",
+        "The truth back-projects both pixels with their Kinect depths through the NYU intrinsics.",
+        "Errors are predicted minus true distance (m); error metrics use the answered pairs, "
+        "unparsable answers count against the response rate.",
+        "std_error is the standard deviation of the absolute errors; bias the mean signed error;",
+        "Brackets: 95% bootstrap intervals, resampling images.",
+    ):
+        assert sentence in text, sentence
+    assert "\n\n## Overall\n\n| model" in text
+    assert "\n\n## By true distance\n\n| model" in text and text.endswith("|\n")
+    row = next(line for line in lines if line.startswith("| d ") and "1-2" in line)
+    assert [c.strip() for c in row.strip("|").split("|")][2:] == ["3", "1", "0.167"]
