@@ -14,7 +14,6 @@ by a deterministic draw per request: the statuses vary and the intervals have wi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import re
@@ -30,12 +29,11 @@ from support import evaluations
 from support.backends.base import Backend, BackendError
 from support.backends.planted import stable_uniform
 from support.backends.reference import ChanceBackend, OracleBackend
-from support.engine import ModelClient
-from support.evaluation import Evaluation, SummaryContext
+from support.evaluation import SummaryContext
 from support.files import write_jsonl
-from support.runner import CaseResult, run_case
 from support.settings import RunSettings
-from support.types import OUTCOME_FIELDS, Case, Outcome, Request, Response
+from support.types import OUTCOME_FIELDS, Outcome, Request, Response
+from unit.test_summary_matrix import run_cases  # the same in-process runner
 
 MODELS = ("m-a", "m-b")
 RESAMPLES = 100  # bootstrap resamples a summary draws
@@ -86,25 +84,6 @@ class MixedBackend(Backend):
         if u < 0.9:
             return Response(texts=(GARBAGE,) * request.n, model=self.name)
         raise BackendError(f"{self.name}: HTTP 500 after retries")
-
-
-def run_cases(ev: Evaluation, cases: list[Case], backend: Backend) -> list[Outcome]:
-    """The outcomes of `cases` on `backend`, one at a time, rounds in order with their history."""
-    client = ModelClient(backend, None, concurrency=1)
-
-    async def go() -> list[Outcome]:
-        done: dict[str, CaseResult] = {}
-        for case in cases:
-            prior = done.get(case.after) if case.after else None
-
-            async def before(prior: CaseResult | None = prior) -> CaseResult:
-                assert prior is not None
-                return prior
-
-            done[case.id] = await run_case(ev, case, client, before if prior else None)
-        return [o for r in done.values() for o in r.outcomes]
-
-    return asyncio.run(go())
 
 
 @pytest.fixture(scope="module")
