@@ -34,10 +34,11 @@ from support.backends.gemini import (  # noqa: E402
     gemini_result,
     gemini_retryable,
 )
-from support.backends.keys import redact, register_secret, require_key  # noqa: E402
+from support.backends.keys import redact, register_secret  # noqa: E402
 from support.backends.openai_chat import (  # noqa: E402
     IMAGE_SLOT,
     OpenAIChatBackend,
+    OpenAICompatibleBackend,
     openai_messages,
     openai_params,
     openai_result,
@@ -53,11 +54,8 @@ KEY = "sk-test-KEY-0123456789abcdef"
 PNG1 = b"\x89PNG\r\n\x1a\n" + b"one" * 8
 PNG2 = b"\x89PNG\r\n\x1a\n" + b"two" * 8
 JPEG = b"\xff\xd8\xff" + b"three" * 8
-ENV_VARS = [v for names in api_keys.KEY_ENV.values() for v in names] + [
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_BASE_URL",
-    "GOOGLE_GEMINI_BASE_URL",
-]
+ENDPOINT_VARS = ["OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"]
+ENV_VARS = [*api_keys.key_variables(), *ENDPOINT_VARS]
 
 
 @pytest.fixture(autouse=True)
@@ -308,16 +306,16 @@ def test_call_with_retry_retries_only_what_it_is_told():
 # -- keys -----------------------------------------------------------------------------------------
 
 
-def test_require_key_names_the_variable(monkeypatch):
+def test_a_missing_key_names_the_variable(monkeypatch):
     with pytest.raises(BackendUnavailable, match=r"^gpt-4o-mini: set OPENAI_API_KEY$"):
-        require_key("openai", "gpt-4o-mini")
+        create_backend("gpt-4o-mini")
     with pytest.raises(BackendUnavailable, match="set GEMINI_API_KEY or GOOGLE_API_KEY"):
-        require_key("google", "gemini-2.0-flash")
+        create_backend("gemini-2.0-flash")
     monkeypatch.setenv("GOOGLE_API_KEY", KEY)
-    assert require_key("google", "gemini-2.0-flash") == KEY
+    assert create_backend("gemini-2.0-flash")._api_key == KEY
     monkeypatch.setenv("ANTHROPIC_API_KEY", "   ")
     with pytest.raises(BackendUnavailable, match="ANTHROPIC_API_KEY"):
-        require_key("anthropic", "claude-sonnet-4-20250514")
+        create_backend("claude-sonnet-4-20250514")
 
 
 @pytest.mark.parametrize(
@@ -399,9 +397,9 @@ def test_openai_compatible(monkeypatch):
     backend = create_backend(
         "openai-compatible:Qwen/Qwen2.5-VL-7B", BackendOptions(api_base="http://gpu:8000/v1")
     )
-    assert backend.prefill_mode == "native"
+    assert backend.prefill == "native"
     assert backend.default_concurrency == 128  # a self-hosted server's batch kept full
-    assert type(backend).default_concurrency == "auto"  # OpenAI's own API adapts to its 429s
+    assert OpenAIChatBackend.default_concurrency == "auto"  # OpenAI's own API adapts to its 429s
     assert backend.identity == {
         "provider": "openai-compatible",
         "model": "Qwen/Qwen2.5-VL-7B",
@@ -417,7 +415,7 @@ def test_openai_compatible(monkeypatch):
     assert "pa55word" not in repr(spelt) and "http://gpu:8000/v1" in repr(spelt)
     assert backend._api_key == api_keys.PLACEHOLDER_KEY  # no key needed
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    assert create_backend("openai:gpt-4o").prefill_mode == "assistant-turn fallback"
+    assert create_backend("openai:gpt-4o").prefill == "assistant-turn fallback"
 
 
 @pytest.mark.parametrize(
@@ -431,12 +429,12 @@ def test_openai_compatible(monkeypatch):
 )
 def test_prefill_is_a_model_trait_the_backend_follows(monkeypatch, name, mode):
     """ModelSpec.prefill (what an evaluation and the manifest read) is how the built backend
-    sends a prefill: one table, support.backends.registry.PREFILL_MODES."""
+    sends a prefill: one trait, the provider class's `prefill`."""
     for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.setenv(variable, KEY)
     spec = model_spec(name)
     backend = create_backend(name, BackendOptions(api_base="http://127.0.0.1:9/v1"))
-    assert spec.prefill == backend.prefill_mode == mode
+    assert spec.prefill == backend.prefill == mode
     assert spec.traits["prefill"] == mode
     assert spec.traits["box_convention"] == spec.box_convention
 
@@ -525,7 +523,7 @@ GEMINI_BODY = {
     "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2},
 }
 CASES = {
-    "openai": (OpenAIChatBackend, OPENAI_BODY, {"compatible": True}),
+    "openai": (OpenAICompatibleBackend, OPENAI_BODY, {}),
     "anthropic": (AnthropicBackend, ANTHROPIC_BODY, {}),
     "gemini": (GeminiBackend, GEMINI_BODY, {}),
 }
@@ -633,8 +631,9 @@ def test_openai_body_is_what_the_sdk_create_sends(request_, compatible):
     native = compatible
 
     async def ours(http_client):
-        backend = OpenAIChatBackend(
-            "m", "mod", api_key=KEY, base_url="http://h.test", compatible=compatible,
+        backend_class = OpenAICompatibleBackend if compatible else OpenAIChatBackend
+        backend = backend_class(
+            "m", "mod", api_key=KEY, base_url="http://h.test",
             max_retries=0, http_client=http_client,
         )  # fmt: skip
         try:

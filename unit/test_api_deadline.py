@@ -35,14 +35,14 @@ from support.backends.http_guard import (  # noqa: E402
     ResponseTooLarge,
 )
 from support.backends.keys import register_secret  # noqa: E402
-from support.backends.openai_chat import OpenAIChatBackend  # noqa: E402
+from support.backends.openai_chat import OpenAICompatibleBackend  # noqa: E402
 from support.testing.loopback import Hostile, LoopbackServer  # noqa: E402
 from support.types import Part, Request  # noqa: E402
 
 KEY = "sk-deadline-KEY-0123456789abcdef"
 MIB = 2**20
 BACKENDS = {
-    "openai": lambda **kw: OpenAIChatBackend("m", "loop-model", compatible=True, **kw),
+    "openai": lambda **kw: OpenAICompatibleBackend("m", "loop-model", **kw),
     "anthropic": lambda **kw: AnthropicBackend("m", "loop-model", **kw),
     "gemini": lambda **kw: GeminiBackend("m", "loop-model", **kw),
 }

@@ -54,16 +54,17 @@ def script(request: ScriptRequest) -> str:
 
 
 SCRIPTED_PLUGIN = f"""
-from support.backends import registry
 from support.backends.scripted import ScriptedBackend
 import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from test_api_pointing import answer
 
-def _make(name, model_id, opts):
-    return ScriptedBackend(lambda r: answer([p.text for p in r.parts if p.text]), name=name)
+class Answers(ScriptedBackend):
+    provider = "scripted"  # takes the prefix over: `scripted:<anything>` answers with `answer`
 
-registry.PROVIDERS["scripted"] = _make
+    @classmethod
+    def create(cls, name, model_id, opts):
+        return ScriptedBackend(lambda r: answer([p.text for p in r.parts if p.text]), name=name)
 """
 
 

@@ -20,6 +20,8 @@ import support.evaluations.nyu_distance.mat
 import support.evaluations.pointing.download  # noqa: F401
 from support import evaluations
 from support.backends import registry
+from support.backends.gemini import GeminiBackend
+from support.backends.transformers_local import TransformersBackend
 from support.evaluation import OptionError
 from support.settings import RunSettings
 
@@ -122,13 +124,13 @@ def test_availability_names_the_variable_the_install_or_the_option(monkeypatch, 
         None,
         'openai-compatible:m: the openai package is not installed: pip install -e ".[api]"',
     )
-    monkeypatch.setitem(registry.NEEDS, "google", (("no_such_sdk_for_vlmbench",), "api"))
+    monkeypatch.setattr(GeminiBackend, "needs", ("no_such_sdk_for_vlmbench",))
     why = availability("google:gemini-x")
     assert why == (
         "google:gemini-x: the no_such_sdk_for_vlmbench package is not installed: "
         'pip install -e ".[api]"'
     )
-    monkeypatch.setitem(registry.NEEDS, "hf", ((), "hf"))
+    monkeypatch.setattr(TransformersBackend, "needs", ())
     why = availability("hf:/no/such/model")
     assert why == "hf:/no/such/model: model folder /no/such/model does not exist"
 

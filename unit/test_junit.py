@@ -28,12 +28,15 @@ SCHEMA = Path(__file__).parent / "schemas" / "junit-10.xsd"
 PROBE_PLUGIN = '''
 import json, os
 import pytest
-from support.backends import registry
 from support.backends.base import Backend, BackendError
 from support.backends.reference import OracleBackend
 
 class Breaks(Backend):
     """Oracle answers, but every liver question fails as an API error after its retries."""
+    provider, kind = "breaks", "api"
+    @classmethod
+    def create(cls, name, model_id, opts):
+        return cls(name)
     def __init__(self, name):
         self.name, self.identity, self.reads_hints = name, {"provider": "breaks"}, True
         self.oracle = OracleBackend(name)
@@ -42,7 +45,6 @@ class Breaks(Backend):
             raise BackendError("HTTP 503 after retries")
         return await self.oracle.generate(request)
 
-registry.PROVIDERS["breaks"] = lambda name, model_id, opts: Breaks(name)
 SEEN = []
 
 @pytest.hookimpl(wrapper=True)

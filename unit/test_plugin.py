@@ -196,13 +196,16 @@ def test_junit_and_html_carry_cases_and_metrics(run, tmp_path):
 
 FLAKY_PLUGIN = '''
 import os
-from support.backends import registry
 from support.backends.base import Backend, BackendError
 from support.backends.reference import OracleBackend
 from support.types import Response
 
 class Flaky(Backend):
     """Oracle answers, except liver questions fail while FLAKY_FAIL is set."""
+    provider, kind = "flaky", "api"
+    @classmethod
+    def create(cls, name, model_id, opts):
+        return cls(name)
     def __init__(self, name):
         self.name = name
         self.identity = {"provider": "flaky"}
@@ -212,8 +215,6 @@ class Flaky(Backend):
         if os.environ.get("FLAKY_FAIL") and '"Liver"' in (request.parts[-2].text or ""):
             raise BackendError("HTTP 503 after retries")
         return await self.oracle.generate(request)
-
-registry.PROVIDERS["flaky"] = lambda name, model_id, opts: Flaky(name)
 '''
 
 
@@ -237,14 +238,17 @@ def test_backend_errors_fail_the_case_are_reported_and_not_cached(run, pytester,
 
 PEAK_PLUGIN = '''
 import asyncio, os
-from support.backends import registry
 from support.backends.reference import OracleBackend
 
 class Peak(OracleBackend):
     """Oracle answers once 8 requests are in flight (or after 0.5 s, so a run that sends one at
     a time still ends); writes the peak number of requests in flight per process. Waiting for the
     count, not a fixed sleep, keeps the measure independent of how loaded the machine is."""
+    provider, kind = "peak", "api"
     in_flight = peak = 0
+    @classmethod
+    def create(cls, name, model_id, opts):
+        return cls(name)
     async def generate(self, request):
         Peak.in_flight += 1
         Peak.peak = max(Peak.peak, Peak.in_flight)
@@ -255,8 +259,6 @@ class Peak(OracleBackend):
             await asyncio.sleep(0.005)
         Peak.in_flight -= 1
         return await super().generate(request)
-
-registry.PROVIDERS["peak"] = lambda name, model_id, opts: Peak(name)
 '''
 
 

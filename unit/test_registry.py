@@ -89,20 +89,21 @@ def test_the_registry_is_the_one_list_of_models():
 
 
 def test_a_spec_is_checked_frozen_and_hashable():
-    build = registry.provider_factory
     with pytest.raises(ValueError, match="kind 'gpu' is not one of"):
-        ModelSpec("m", "gpu", "vllm", "m", build)
+        ModelSpec("m", "gpu", "vllm", "m")
     with pytest.raises(ValueError, match="needs a name"):
-        ModelSpec("", "api", "openai", "m", build)
+        ModelSpec("", "api", "openai", "m")
     with pytest.raises(ValueError, match="factory is not callable"):
-        ModelSpec("m", "api", "openai", "m", None)  # type: ignore[arg-type]
+        ModelSpec("m", "api", "openai", "m", "build")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="provider 'nobody' is not a registered one"):
+        ModelSpec("m", "api", "nobody", "m")  # no factory, and no class to build it
     engine = {"max_num_seqs": 8}
-    spec = ModelSpec("m", "local-gpu", "vllm", "org/m", registry.vllm_factory, engine=engine)
+    spec = ModelSpec("m", "local-gpu", "vllm", "org/m", engine=engine)
     engine["max_num_seqs"] = 9  # the caller's dict is copied
     assert spec.engine["max_num_seqs"] == 8
     with pytest.raises(TypeError):
         spec.engine["max_num_seqs"] = 1  # type: ignore[index]
-    assert hash(spec) == hash(ModelSpec("m", "local-gpu", "vllm", "org/m", registry.vllm_factory))
+    assert hash(spec) == hash(ModelSpec("m", "local-gpu", "vllm", "org/m"))
 
 
 def test_registered_vllm_models_pass_their_engine_settings(monkeypatch):
@@ -360,3 +361,99 @@ def test_importing_the_registry_loads_no_plugin(tmp_path, monkeypatch):
     repo = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert out.stdout.split() == ["False", "PluginError", "True"], out.stderr
+
+
+# -- providers: classes that carry their traits and register themselves ----------------------------
+
+
+def test_a_provider_is_one_class_its_traits_read_without_building(monkeypatch):
+    """Defining a Backend subclass with `provider` set is the whole registration: the name
+    resolves, its kind, key, extra, prefill and box convention come from the class, and only
+    `--model` building calls `create`."""
+    from support.backends import base
+
+    monkeypatch.setattr(base, "_providers", dict(base._providers))  # forget it afterwards
+    built = []
+
+    class Echo(Backend):
+        provider = "echo-test"
+        kind = "api"
+        key_env = ("ECHO_TEST_KEY",)
+        needs = ("json",)
+        extra = "api"
+        prefill = "native"
+
+        @classmethod
+        def box_convention(cls, model_id):
+            return "norm1000"
+
+        @classmethod
+        def create(cls, name, model_id, opts):
+            built.append((name, model_id))
+            return ScriptedBackend(lambda r: model_id, name=name)
+
+    spec = model_spec("echo-test:m1")
+    assert (spec.kind, spec.provider, spec.model_id) == ("api", "echo-test", "m1")
+    assert spec.traits == {"box_convention": "norm1000", "prefill": "native"}
+    assert "echo-test:<model-id>" in known_names() and built == []
+    monkeypatch.delenv("ECHO_TEST_KEY", raising=False)
+    assert registry.availability("echo-test:m1") == "echo-test:m1: ECHO_TEST_KEY is not set"
+    assert registry.availability("echo-test:m1", BackendOptions(keyless=True)) is None
+    monkeypatch.setenv("ECHO_TEST_KEY", "x")
+    assert registry.availability("echo-test:m1") is None
+    monkeypatch.setattr(Echo, "needs", ("no_such_module_for_vlmbench",))
+    why = registry.availability("echo-test:m1")
+    assert why == "echo-test:m1: the no_such_module_for_vlmbench package is not installed: " + (
+        'pip install -e ".[api]"'
+    )
+    assert create_backend("echo-test:m1").name == "echo-test:m1"
+    assert built == [("echo-test:m1", "m1")]
+    with pytest.raises(TypeError, match="kind 'gpu' is not one of"):
+        type("Bad", (Backend,), {"provider": "bad-test", "kind": "gpu"})
+
+
+@pytest.mark.parametrize(
+    ("provider", "kind", "extra", "prefill"),
+    [
+        ("openai", "api", "api", "assistant-turn fallback"),
+        ("openai-compatible", "api", "api", "native"),
+        ("anthropic", "api", "api", "native"),
+        ("google", "api", "api", "model-turn fallback"),
+        ("vllm", "local-gpu", "vllm", "native"),
+        ("hf", "local-cpu", "hf", "native"),
+        ("scripted", "reference", "", "request"),
+        ("planted", "reference", "", "request"),
+    ],
+)
+def test_the_suites_providers_and_their_traits(provider, kind, extra, prefill):
+    cls = registry.provider_class(provider)
+    assert cls is not None and cls.provider == provider
+    assert (cls.kind, cls.extra, cls.prefill) == (kind, extra, prefill)
+    assert set(registry.provider_names()) >= {provider}
+
+
+def test_the_provider_modules_import_without_their_extras(tmp_path):
+    """The registry imports every provider module at import; none imports an SDK then, so a
+    base install lists every provider and says which extra a model needs."""
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""
+        import sys
+        for sdk in ("openai", "anthropic", "google", "google.genai", "httpx2", "tenacity",
+                    "vllm", "torch", "transformers"):
+            sys.modules[sdk] = None  # import fails, find_spec raises: as if not installed
+        from support.backends import registry
+        print(" ".join(registry.provider_names()))
+        print(registry.availability("anthropic:claude-x"))
+        print(registry.availability("hf:/models/m"))
+    """)
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stderr
+    assert lines[0].split() == [
+        "anthropic", "google", "hf", "openai", "openai-compatible", "planted", "scripted", "vllm",
+    ]  # fmt: skip
+    assert lines[1].endswith('the anthropic package is not installed: pip install -e ".[api]"')
+    assert lines[2].endswith('the torch package is not installed: pip install -e ".[hf]"')

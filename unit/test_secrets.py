@@ -36,7 +36,7 @@ OPENAI_KEY = "sk-the-users-own-openai-key-0123"  # for api.openai.com only
 SERVER_KEY = "srv-key-9d2e71"  # a self-hosted server's --api-key (VLMBENCH_API_KEY)
 USER, PASSWORD = "user", "pass"
 BASIC = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-KEY_VARS = [v for names in api_keys.KEY_ENV.values() for v in names]
+KEY_VARS = list(api_keys.key_variables())  # every provider's, once the registry is imported
 
 
 @pytest.fixture(autouse=True)

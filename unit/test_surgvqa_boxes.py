@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.backends.registry import box_convention_of, model_spec
+from support.backends.base import provider_class
+from support.backends.registry import model_spec
 from support.evaluations.surgvqa.boxes import Box, BoxAnswer, boxes_json, parse_boxes
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
 
@@ -72,9 +73,9 @@ def test_auto_reads_bbox_2d_as_pixels():
     ],
 )
 def test_box_convention_is_a_model_trait(provider, model_id, frame):
-    """The registry's trait (support.backends.registry.box_convention_of), from the provider
-    and the model id, never the --model name a user chose."""
-    assert box_convention_of(provider, model_id) == frame
+    """The provider class's trait (`Backend.box_convention`), from the provider and the model
+    id, never the --model name a user chose."""
+    assert provider_class(provider).box_convention(model_id) == frame
     assert model_spec(f"{provider}:{model_id}").box_convention == frame
 
 

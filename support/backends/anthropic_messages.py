@@ -22,15 +22,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend
-from support.backends.registry import prefill_mode_of
+from support.backends.base import NATIVE_PREFILL
 from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
 from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Request, Response, Usage
+
+if TYPE_CHECKING:
+    import anthropic
+
+# the SDK is imported by the first call: a run whose answers are all cached never needs it
 
 # Message Batches' limits (docs.anthropic.com/en/docs/build-with-claude/batch-processing, taken
 # 2026-11-25): 100,000 requests (here: samples) and 256 MB a batch
@@ -104,6 +107,8 @@ def anthropic_result(message: Any) -> tuple[str, Usage]:
 
 def anthropic_retryable(exc: BaseException) -> bool:
     """Outer retry: malformed bodies, and connection errors the SDK's retries let through."""
+    import anthropic
+
     if is_malformed(exc) or isinstance(exc, anthropic.APIResponseValidationError):
         return True
     return isinstance(exc, anthropic.APIConnectionError) and not isinstance(
@@ -115,12 +120,17 @@ class AnthropicBackend(ApiBackend):
     """Messages API through `anthropic.AsyncAnthropic`."""
 
     provider = "anthropic"
+    key_env = ("ANTHROPIC_API_KEY",)
+    needs = ("anthropic", "tenacity")
+    prefill = NATIVE_PREFILL  # the final assistant turn is continued
     endpoint = "messages"
-
-    def __init__(self, name: str, model_id: str, **kw: Any) -> None:
-        super().__init__(name, model_id, prefill_mode=prefill_mode_of("anthropic"), **kw)
+    # the SDK reads them in anthropic 2.x (_client.py)
+    endpoint_variable = "ANTHROPIC_BASE_URL"
+    vendor_url = "https://api.anthropic.com"
 
     def _get_client(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
         if self._client is None:
             self._client = anthropic.AsyncAnthropic(
                 api_key=self._api_key,
@@ -137,6 +147,8 @@ class AnthropicBackend(ApiBackend):
         return self._client
 
     def _default_http_client(self) -> Any:
+        import anthropic
+
         args = self.guarded_client_args(anthropic.DEFAULT_CONNECTION_LIMITS)
         return anthropic.DefaultAsyncHttpxClient(**args)
 

@@ -4,14 +4,14 @@ one timed, retried, error-converted call.
 The cache identity of an API model is what the provider sees: provider, model id and endpoint
 kind ("chat.completions", "messages", "generateContent"), plus the endpoint that answers
 (`base_url`: `public_url`, so scheme, host, port and path, never credentials, query or fragment).
-The endpoint is `--api-base`, else the variable the vendor's SDK reads (`SDK_ENDPOINTS`:
-OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL), read once here and handed to the
-SDK, so the identity names the URL the client sends to. A loopback's or a proxy's answers are
-never served as the vendor's. The vendor's own endpoint is left out of the identity, so a default
-run keys exactly as before and users' caches stay valid; any other endpoint enters it (an
-`openai-compatible:` server always does: its model ids are its own). Never the SDK version: an SDK
-upgrade sends the same requests to the same model, so cached answers stay valid (bump
-support.cache.SCHEMA_VERSION to invalidate deliberately).
+The endpoint is `--api-base`, else the variable the vendor's SDK reads (the class's
+`endpoint_variable`: OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL), read once here
+and handed to the SDK, so the identity names the URL the client sends to. A loopback's or a
+proxy's answers are never served as the vendor's. The vendor's own endpoint is left out of the
+identity, so a default run keys exactly as before and users' caches stay valid; any other
+endpoint enters it (an `openai-compatible:` server always does: its model ids are its own).
+Never the SDK version: an SDK upgrade sends the same requests to the same model, so cached
+answers stay valid (bump support.cache.SCHEMA_VERSION to invalidate deliberately).
 
 Every 429 the SDK's HTTP client receives, its own retries included, is told to
 `rate_limit_listeners` (the model client's adaptive concurrency) through an httpx response hook
@@ -29,7 +29,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
-from support.backends.base import Backend, BackendError
+from support.backends.base import (
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+    missing_module,
+)
 from support.backends.keys import PLACEHOLDER_KEY, register_secret, register_url, url_credentials
 from support.backends.redacted_logs import install_log_redaction
 from support.backends.retry import backend_error, call_with_retry
@@ -37,23 +43,40 @@ from support.concurrency import retry_after_s
 from support.types import Request, Response, Usage
 
 SENT_AT = "vlmbench_sent_at"  # an httpx request extension: time.monotonic() when sent
-# provider -> (the variable its SDK reads for the endpoint, the vendor's own endpoint): the SDKs
-# read them in openai 3.x (lib/_client_auth.py), anthropic 2.x (_client.py), google-genai 3.x
-# (_base_url.py: GOOGLE_GEMINI_BASE_URL, the Gemini API; Vertex's is never used here)
-SDK_ENDPOINTS: dict[str, tuple[str, str]] = {
-    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-    "google": ("GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
-}
 
 
 class ApiBackend(Backend):
-    """Base of OpenAIChatBackend, AnthropicBackend and GeminiBackend."""
+    """Base of OpenAIChatBackend, AnthropicBackend and GeminiBackend: a provider of kind "api",
+    built by `create` from its key variables and the session's endpoint settings."""
 
     default_concurrency: int | str = "auto"  # support/concurrency.py: AIMD on 429s
     reads_hints = False
-    provider: ClassVar[str] = ""
+    kind: ClassVar[str] = "api"
+    extra: ClassVar[str] = "api"
     endpoint: ClassVar[str] = ""  # the API method called: "chat.completions", "messages", ...
+    # the variable its SDK reads for the endpoint, and the vendor's own endpoint
+    endpoint_variable: ClassVar[str] = ""
+    vendor_url: ClassVar[str] = ""
+
+    @classmethod
+    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
+        """The backend with the key of `key_env` (a placeholder in a dry run without one)."""
+        if missing_module(cls.needs) is not None:
+            raise BackendUnavailable(f"{name}: pip install 'vlmbench[{cls.extra}]'")
+        key = cls.env_key()
+        if key is None and (opts.keyless or cls.key_optional):
+            key = PLACEHOLDER_KEY
+        elif key is None:
+            raise BackendUnavailable(f"{name}: set {' or '.join(cls.key_env)}")
+        register_secret(key)
+        return cls(
+            name,
+            model_id,
+            api_key=key,
+            base_url=opts.api_base,
+            timeout_s=opts.timeout_s,
+            max_retries=opts.max_retries,
+        )
 
     def __init__(
         self,
@@ -61,7 +84,6 @@ class ApiBackend(Backend):
         model_id: str,
         *,
         api_key: str,
-        prefill_mode: str,
         base_url: str | None = None,
         timeout_s: float = 60.0,  # seconds, per attempt, end to end (http_guard.py)
         max_retries: int = 5,  # the SDK's own retries
@@ -70,9 +92,8 @@ class ApiBackend(Backend):
         self.name = name
         self.model_id = model_id
         # None: the SDK's variable, read here once, so the identity names the URL the SDK is given
-        base_url = base_url or sdk_base_url(self.provider)
+        base_url = base_url or sdk_base_url(self.endpoint_variable)
         self.base_url = base_url
-        self.prefill_mode = prefill_mode
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self._api_key = api_key
@@ -90,8 +111,8 @@ class ApiBackend(Backend):
         self.rate_limit_listeners: list[Callable[[float | None, float | None], None]] = []
         self.identity = {"provider": self.provider, "model": model_id, "endpoint": self.endpoint}
         # the URL that answers (public_url); manifest.json names it (engine statistics)
-        self.endpoint_url = answering_endpoint(self.provider, base_url)
-        if base_url and not is_vendor_endpoint(self.provider, base_url):
+        self.endpoint_url = answering_endpoint(self.vendor_url, base_url)
+        if base_url and not is_vendor_endpoint(self.vendor_url, base_url):
             self.identity["base_url"] = public_url(base_url)
 
     def __repr__(self) -> str:  # never the key, nor credentials in the URL
@@ -209,26 +230,25 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
 
 
-def sdk_base_url(provider: str) -> str | None:
-    """The endpoint `provider`'s SDK would read from its variable (`SDK_ENDPOINTS`); None when
-    it is unset or blank, or the provider has none."""
-    variable = SDK_ENDPOINTS.get(provider, ("", ""))[0]
+def sdk_base_url(variable: str) -> str | None:
+    """The endpoint an SDK would read from its `variable` (an ApiBackend's
+    `endpoint_variable`); None when it is unset or blank, or there is none."""
     if not variable:
         return None
     return os.environ.get(variable, "").strip() or None
 
 
-def answering_endpoint(provider: str, base_url: str | None) -> str | None:
-    """The endpoint that answers a `provider` model, as `public_url`: `base_url` if given, else
-    the vendor's own endpoint; None for a provider without one."""
-    url = base_url or SDK_ENDPOINTS.get(provider, ("", ""))[1]
+def answering_endpoint(vendor_url: str, base_url: str | None) -> str | None:
+    """The endpoint that answers, as `public_url`: `base_url` if given, else the vendor's own
+    (`vendor_url`); None when neither is known."""
+    url = base_url or vendor_url
     return public_url(url) if url else None
 
 
-def is_vendor_endpoint(provider: str, url: str) -> bool:
-    """Whether `url` is `provider`'s own endpoint (`SDK_ENDPOINTS`), as `public_url` compares,
-    a port its scheme implies ignored (`https://api.openai.com:443/v1/` is OpenAI's own)."""
-    default = SDK_ENDPOINTS.get(provider, ("", ""))[1]
+def is_vendor_endpoint(vendor_url: str, url: str) -> bool:
+    """Whether `url` is the vendor's own endpoint `vendor_url`, as `public_url` compares, a port
+    its scheme implies ignored (`https://api.openai.com:443/v1/` is OpenAI's own)."""
+    default = vendor_url
     if not default:
         return False
     parts = urlsplit(public_url(url))

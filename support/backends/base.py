@@ -1,10 +1,23 @@
-"""The backend protocol every model provider implements, and its errors."""
+"""The backend protocol every model provider implements, what a provider is, and its errors.
+
+A provider is a Backend subclass that sets `provider` (the prefix of `provider:model-id` names):
+defining the class registers it (`Backend.__init_subclass__`), and its class attributes say what
+it is before anything is built: its kind, the variables holding its key, the modules it needs
+and the extra installing them, how a prefill reaches its model, how its models write a box. The
+model registry (registry.py) reads these traits from the class; nothing else keys on a
+provider's name. Provider modules import their SDK only when a backend is made or sends, so a
+class can be read on a machine without its extra.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from support.backends.keys import watch_variables
 from support.types import Request, Response
 
 
@@ -16,6 +29,49 @@ class BackendUnavailable(RuntimeError):
     """The backend cannot run here (missing key, package or accelerator): its cases are skipped."""
 
 
+@dataclass(frozen=True)
+class BackendOptions:
+    """Session settings a factory may read."""
+
+    seed: int = 0
+    api_base: str | None = None  # endpoint of API models; None: the SDK's own setting
+    timeout_s: float = 60.0  # seconds per API request attempt
+    max_retries: int = 5  # SDK retries of an API request (429, 5xx, timeouts, connection errors)
+    # local engines: ("gpus", (0, 1)), ("max_batch", N), ("device", "cuda:1"), ...
+    extra: tuple[tuple[str, Any], ...] = ()
+    # the run's cache folder (local models memoise their weight hashes there); None: unknown
+    cache_dir: str | None = None
+    # a dry run (--dry-run) sends nothing, so an API model needs no key: a missing one is no
+    # reason it cannot run, and its backend is built with a placeholder (never started)
+    keyless: bool = False
+
+
+KINDS = ("reference", "api", "local-gpu", "local-cpu")
+# how a request's prefill (text the answer must continue) reaches the model: "native" (the model
+# continues it: Anthropic's final assistant turn, a chat template rendered with the turn open, a
+# server's continue_final_message), a fallback (a final assistant/model turn the API answers
+# after rather than continues: OpenAI, Gemini), or "request" (the backend reads the Request as is)
+NATIVE_PREFILL = "native"
+REQUEST_PREFILL = "request"
+# model families whose boxes are [x1, y1, x2, y2] relative in 0-1000 (Qwen2-VL's and Qwen3-VL's
+# grounding format; Qwen2.5-VL answers pixels)
+NORM1000_TAGS = ("qwen2-vl", "qwen2_vl", "qwen3-vl", "qwen3_vl")
+
+_providers: dict[str, type[Backend]] = {}
+
+
+def missing_module(modules: tuple[str, ...]) -> str | None:
+    """The first of `modules` that is not importable here (found without importing it)."""
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:  # a missing parent package (`google`)
+            found = False
+        if not found:
+            return module
+    return None
+
+
 class Backend:
     """Base class of model backends.
 
@@ -23,6 +79,8 @@ class Backend:
     answers interchangeable: provider, model id, revision, backend version; it keys the cache), and
     implement `generate`. Backends that batch (local engines) set `max_batch` and implement
     `generate_batch`; the engine's micro-batcher then calls it with the requests waiting together.
+
+    A provider also sets the traits below and implements `create`.
     """
 
     name: str = ""
@@ -31,6 +89,69 @@ class Backend:
     reads_hints: bool = False
     max_batch: int | None = None
     default_concurrency: int = 8
+
+    # -- what the provider is (class traits, read without building anything) ---------------------
+    provider: ClassVar[str] = ""  # the prefix of `provider:model-id`; set: the class registers
+    kind: ClassVar[str] = "reference"  # one of KINDS: what its models need
+    key_env: ClassVar[tuple[str, ...]] = ()  # variables holding its key, in order of preference
+    key_optional: ClassVar[bool] = False  # a missing key is no reason it cannot run
+    needs: ClassVar[tuple[str, ...]] = ()  # modules it imports when built (found, not imported)
+    extra: ClassVar[str] = ""  # the pyproject.toml extra that installs `needs`
+    prefill: ClassVar[str] = REQUEST_PREFILL  # NATIVE_PREFILL, a fallback, or REQUEST_PREFILL
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.kind not in KINDS:
+            raise TypeError(f"{cls.__name__}.kind {cls.kind!r} is not one of {KINDS}")
+        watch_variables(cls.key_env)  # redact() removes their values wherever they appear
+        if cls.__dict__.get("provider"):
+            _providers[cls.provider] = cls
+
+    @classmethod
+    def box_convention(cls, model_id: str) -> str:
+        """How the model writes a bounding box when asked for one: "norm1000" ([x1, y1, x2, y2]
+        relative, 0-1000: Qwen2-VL, Qwen3-VL), "gemini" ([ymin, xmin, ymax, xmax] relative,
+        0-1000: Gemini's `box_2d`) or "auto" (not known: read from the answer's keys). From the
+        model id (case-insensitive), never the --model name a user chose."""
+        model = model_id.lower()
+        if "gemini" in model:
+            return "gemini"
+        if any(tag in model for tag in NORM1000_TAGS):
+            return "norm1000"
+        return "auto"
+
+    @classmethod
+    def check_model_id(cls, name: str, model_id: str) -> None:
+        """ValueError naming `name` when `model_id` cannot be one of this provider's (run when
+        the name is looked up, so a usage error before collection). Any id by default."""
+
+    @classmethod
+    def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
+        """Why `name` cannot run here, with what to do about it, or None; cheap and offline
+        (registry.availability). By default: a module of `needs` missing, or a required key."""
+        missing = missing_module(cls.needs)
+        if missing is not None:
+            return (
+                f'{name}: the {missing} package is not installed: pip install -e ".[{cls.extra}]"'
+            )
+        if cls.key_env and not cls.key_optional and cls.env_key() is None and not opts.keyless:
+            return f"{name}: {' or '.join(cls.key_env)} is not set"
+        return None
+
+    @classmethod
+    def env_key(cls) -> str | None:
+        """The first non-empty variable of `key_env`, stripped; None if none is set."""
+        for var in cls.key_env:
+            value = os.environ.get(var, "").strip()
+            if value:
+                return value
+        return None
+
+    @classmethod
+    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
+        """The backend serving `name` (`provider:model_id`); BackendUnavailable when it cannot
+        run here."""
+        raise BackendUnavailable(f"{name}: {cls.__name__} makes no backend from a model id")
 
     async def start(self) -> None:
         """Work before the run's first request that is better done alone, such as importing an
@@ -46,3 +167,14 @@ class Backend:
 
     async def aclose(self) -> None:
         """Release connections or engines; the default holds none."""
+
+
+def provider_class(provider: str) -> type[Backend] | None:
+    """The registered class of `provider` (a prefix), or None. Registration happens when the
+    class is defined: registry.py imports the suite's provider modules first."""
+    return _providers.get(provider)
+
+
+def provider_names() -> list[str]:
+    """The prefixes of every registered provider, sorted."""
+    return sorted(_providers)

@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
-
-from google import genai
-from google.genai import types
+from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend
 from support.backends.base import BackendError
-from support.backends.registry import prefill_mode_of
 from support.backends.retry import MalformedResponse, is_malformed
 from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Request, Response, Usage
+
+if TYPE_CHECKING:
+    from google import genai
+    from google.genai import types
+
+# the SDK is imported by the first call: a run whose answers are all cached never needs it
 
 RETRY_STATUS_CODES = [408, 429, 500, 502, 503, 504]
 RETRY_INITIAL_DELAY_S = 0.5
@@ -59,6 +61,8 @@ GEMINI_ENDINGS = {
 
 def gemini_contents(request: Request) -> tuple[list[types.Content], types.GenerateContentConfig]:
     """`contents` and `config` of `models.generate_content` for `request`."""
+    from google.genai import types
+
     parts = [
         types.Part.from_bytes(data=p.image, mime_type=p.mime)
         if p.image is not None
@@ -147,10 +151,19 @@ class GeminiBackend(ApiBackend):
     """generateContent through `google.genai.Client(...).aio`."""
 
     provider = "google"
+    key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    needs = ("google.genai", "tenacity")
+    prefill = "model-turn fallback"
     endpoint = "generateContent"
+    # the SDK reads them in google-genai 3.x (_base_url.py: GOOGLE_GEMINI_BASE_URL, the Gemini
+    # API; Vertex's is never used here)
+    endpoint_variable = "GOOGLE_GEMINI_BASE_URL"
+    vendor_url = "https://generativelanguage.googleapis.com"
 
-    def __init__(self, name: str, model_id: str, **kw: Any) -> None:
-        super().__init__(name, model_id, prefill_mode=prefill_mode_of("google"), **kw)
+    @classmethod
+    def box_convention(cls, model_id: str) -> str:
+        """Gemini's `box_2d`: [ymin, xmin, ymax, xmax] relative, 0-1000, whatever the id."""
+        return "gemini"
 
     def http_options(self) -> types.HttpOptions:
         """Endpoint, timeout, retries and HTTP stack of the client.
@@ -161,6 +174,8 @@ class GeminiBackend(ApiBackend):
         (unit/test_api_pointing.py's fault test failed with aiohttp installed before). That
         transport is the guard's (http_guard.py: the deadline an attempt, body caps, keys kept to
         their origin)."""
+        from google.genai import types
+
         own = None
         if self._http_client is None:  # the hooks: 429s to the adaptive concurrency
             own = {**self.guarded_client_args(), "event_hooks": self.event_hooks()}
@@ -181,6 +196,8 @@ class GeminiBackend(ApiBackend):
         )
 
     def _get_client(self) -> genai.Client:
+        from google import genai
+
         if self._client is None:
             self._client = genai.Client(
                 vertexai=False, api_key=self._api_key, http_options=self.http_options()
@@ -205,6 +222,8 @@ class GeminiBackend(ApiBackend):
     async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
         """Inline requests, each carrying its cache key in `metadata`; `nonce` in the job's
         display name."""
+        from google.genai import types
+
         src = []
         for key, request in items:
             contents, config = gemini_contents(request)
@@ -224,6 +243,8 @@ class GeminiBackend(ApiBackend):
     async def list_batches(self, since: float) -> AsyncIterator[ListedBatch]:
         """The project's batch jobs, all of them (the list's order is not documented; the
         caller bounds how many it reads): `since` cannot end the walk."""
+        from google.genai import types
+
         config = types.ListBatchJobsConfig(page_size=LIST_PAGE)
         async for job in await self._get_client().aio.batches.list(config=config):
             created = job.create_time.timestamp() if job.create_time is not None else 0.0

@@ -1,12 +1,9 @@
-"""API keys from the environment, and the redaction of every secret of the run.
+"""The redaction of every secret of the run.
 
-Keys come from the variables the vendors' SDKs read (`KEY_ENV`); a missing key makes the factory
-raise `BackendUnavailable`, whose message names the variable and never a value. `openai-compatible:`
-reads a variable of its own, `VLMBENCH_API_KEY` (a server's `--api-key`), never `OPENAI_API_KEY`:
-the server is whatever `--api-base` names, and the user's OpenAI key must not reach it. Its key is
-optional (`OPTIONAL_KEY`): a server started without `--api-key` gets a placeholder. `redact` removes
-every secret of the run (keys from the environment or registered, of any length, URL credentials,
-and their base64 and Basic-auth forms) from text before it reaches an error, a log or a report.
+`redact` removes every secret of the run from text before it reaches an error, a log or a
+report: the values of the key variables providers declare (`Backend.key_env`, watched here when
+a provider class is defined), keys and URL credentials registered when read, of any length, and
+their base64 and Basic-auth forms.
 """
 
 from __future__ import annotations
@@ -16,18 +13,6 @@ import os
 import re
 from urllib.parse import unquote, urlsplit
 
-from support.backends.base import BackendUnavailable
-
-# provider -> environment variables holding its key, in order of preference
-KEY_ENV: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    # a self-hosted server's key (`vllm serve --api-key X`): its own variable, never OpenAI's
-    "openai-compatible": ("VLMBENCH_API_KEY",),
-}
-# providers whose key may be missing: the placeholder is sent instead
-OPTIONAL_KEY: frozenset[str] = frozenset({"openai-compatible"})
 # what openai-compatible servers get without a key (vLLM accepts any key unless --api-key is set)
 PLACEHOLDER_KEY = "EMPTY"
 REDACTED = "[redacted]"
@@ -41,6 +26,7 @@ URL_CREDENTIALS = "***"
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
 
 _secrets: set[str] = set()
+_variables: dict[str, None] = {}  # key variables whose values are secrets (ordered set)
 _compiled: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
 
 
@@ -87,23 +73,14 @@ def register_url(url: str | None) -> None:
         _secrets.add(f"{user}:{password}")
 
 
-def env_key(provider: str) -> str | None:
-    """The first non-empty key variable of `provider`, stripped; None if none is set."""
-    for var in KEY_ENV[provider]:
-        value = os.environ.get(var, "").strip()
-        if value:
-            return value
-    return None
+def watch_variables(names: tuple[str, ...]) -> None:
+    """Have `redact` remove the values of the environment variables `names` (keys)."""
+    _variables.update(dict.fromkeys(names))
 
 
-def require_key(provider: str, model_name: str) -> str:
-    """The provider's key, or BackendUnavailable naming the variable(s) to set."""
-    key = env_key(provider)
-    if key is None:
-        names = " or ".join(KEY_ENV[provider])
-        raise BackendUnavailable(f"{model_name}: set {names}")
-    register_secret(key)
-    return key
+def key_variables() -> tuple[str, ...]:
+    """The watched key variables, in the order they were declared."""
+    return tuple(_variables)
 
 
 def _pattern(values: frozenset[str]) -> re.Pattern[str] | None:
@@ -128,10 +105,9 @@ def redact(text: str) -> str:
     (`secret_forms`), replaced by `[redacted]`."""
     text = _USERINFO.sub(rf"\g<scheme>{URL_CREDENTIALS}@", text)
     values = set(_secrets)
-    for names in KEY_ENV.values():
-        for var in names:
-            value = os.environ.get(var, "").strip()
-            if value and value != PLACEHOLDER_KEY:
-                values |= secret_forms(value)
+    for var in _variables:
+        value = os.environ.get(var, "").strip()
+        if value and value != PLACEHOLDER_KEY:
+            values |= secret_forms(value)
     pattern = _pattern(frozenset(values))
     return text if pattern is None else pattern.sub(REDACTED, text)

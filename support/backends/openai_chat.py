@@ -7,7 +7,7 @@ honouring Retry-After); each attempt times out after `timeout_s` seconds.
 Endpoint: `--api-base` if given, else the SDK's `OPENAI_BASE_URL`, else api.openai.com. The base
 URL includes the version path (`http://host:8000/v1`); the SDK appends `/chat/completions`.
 
-Prefill (`prefill_mode`):
+Prefill (the class's `prefill`):
 - "native" (`openai-compatible:`): a trailing assistant message plus vLLM's
   `continue_final_message=True, add_generation_prompt=False`: the server continues the prefill.
 - "assistant-turn fallback" (`openai:`): the official API cannot continue a message. The same
@@ -35,8 +35,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend, public_url
-from support.backends.base import BackendError
-from support.backends.registry import NATIVE_PREFILL, prefill_mode_of
+from support.backends.base import (
+    NATIVE_PREFILL,
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+)
 from support.backends.retry import MalformedResponse, is_malformed
 from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Part, Request, Response, Usage
@@ -233,18 +238,13 @@ class OpenAIChatBackend(ApiBackend):
     """Chat Completions through `openai.AsyncOpenAI`."""
 
     provider = "openai"
+    key_env = ("OPENAI_API_KEY",)
+    needs = ("openai", "tenacity")
+    prefill = "assistant-turn fallback"
     endpoint = "chat.completions"
-
-    def __init__(self, name: str, model_id: str, *, compatible: bool = False, **kw: Any) -> None:
-        provider = "openai-compatible" if compatible else "openai"
-        super().__init__(name, model_id, prefill_mode=prefill_mode_of(provider), **kw)
-        if compatible:  # a server's model ids are its own: the server is part of the identity
-            self.identity["provider"] = "openai-compatible"
-            self.identity["base_url"] = public_url(self.base_url) if self.base_url else None
-            # a self-hosted server batches what it is sent: keep its batch full
-            # (docs/local-models.md, "Past one machine": throughput against vLLM's CPU server
-            # stopped growing at 128)
-            self.default_concurrency = COMPATIBLE_CONCURRENCY
+    # the SDK reads them in openai 3.x (lib/_client_auth.py)
+    endpoint_variable = "OPENAI_BASE_URL"
+    vendor_url = "https://api.openai.com/v1"
 
     def _get_client(self) -> openai.AsyncOpenAI:
         import openai
@@ -278,13 +278,13 @@ class OpenAIChatBackend(ApiBackend):
                 "/chat/completions", cast_to=ChatCompletion, content=body
             )
         except openai.AuthenticationError as exc:
-            if self.identity["provider"] != "openai-compatible":
+            if not isinstance(self, OpenAICompatibleBackend):
                 raise
             raise BackendError(compatible_key_hint(str(exc))) from None
         return openai_result(completion)
 
     async def generate(self, request: Request) -> Response:
-        body = openai_body(request, self.model_id, self.prefill_mode == NATIVE_PREFILL)
+        body = openai_body(request, self.model_id, self.prefill == NATIVE_PREFILL)
         return await self._call(request, lambda: self._once(body), openai_retryable)
 
     # ---- the Batch API (--batch, support/batches.py) ------------------------------------
@@ -293,7 +293,7 @@ class OpenAIChatBackend(ApiBackend):
     async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
         """Upload the requests as a JSONL file (purpose "batch") and create a batch of it, the
         intent's `nonce` in its metadata."""
-        native = self.prefill_mode == NATIVE_PREFILL
+        native = self.prefill == NATIVE_PREFILL
         data = b"".join(
             openai_batch_line(key, openai_body(request, self.model_id, native))
             for key, request in items
@@ -360,3 +360,40 @@ class OpenAIChatBackend(ApiBackend):
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+class OpenAICompatibleBackend(OpenAIChatBackend):
+    """An OpenAI-compatible server (`openai-compatible:`, e.g. `vllm serve`) at `--api-base`.
+
+    Its key is its own variable, VLMBENCH_API_KEY (the server's `--api-key`), never
+    OPENAI_API_KEY: `--api-base` may name any server, and OpenAI's key is for OpenAI; servers
+    started without `--api-key` accept any key, so a missing one sends the placeholder.
+    """
+
+    provider = "openai-compatible"
+    key_env = ("VLMBENCH_API_KEY",)
+    key_optional = True
+    prefill = NATIVE_PREFILL
+    # a self-hosted server batches what it is sent: keep its batch full (docs/local-models.md,
+    # "Past one machine": throughput against vLLM's CPU server stopped growing at 128)
+    default_concurrency = COMPATIBLE_CONCURRENCY
+
+    @classmethod
+    def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
+        if not opts.api_base:
+            return (
+                f"{name}: needs --api-base URL (the server's endpoint, e.g. "
+                "http://127.0.0.1:8000/v1)"
+            )
+        return super().unavailable(name, model_id, opts)
+
+    @classmethod
+    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
+        if not opts.api_base:
+            raise BackendUnavailable(f"openai-compatible:{model_id} needs --api-base URL")
+        return super().create(name, model_id, opts)
+
+    def __init__(self, name: str, model_id: str, **kw: Any) -> None:
+        super().__init__(name, model_id, **kw)
+        # a server's model ids are its own: the server is part of the identity
+        self.identity["base_url"] = public_url(self.base_url) if self.base_url else None

@@ -23,7 +23,7 @@ from fnmatch import fnmatchcase
 
 import numpy as np
 
-from support.backends.base import Backend, BackendError
+from support.backends.base import Backend, BackendError, BackendOptions
 from support.backends.reference import REFERENCE_VERSION
 from support.types import Request, Response, Usage
 
@@ -99,8 +99,21 @@ class PlantedBackend(Backend):
     `answer_space.sample(rng)` draws that differs from the target (stripped, case-insensitive),
     else "" (an empty answer, which parsers call unparsable)."""
 
+    provider = "planted"
     reads_hints = True
     default_concurrency = 64
+
+    @classmethod
+    def check_model_id(cls, name: str, model_id: str) -> None:
+        """A bad rule is a ValueError naming the model."""
+        try:
+            PlantedRule.parse(model_id)
+        except ValueError as exc:
+            raise ValueError(f"model {name!r}: {exc}") from None
+
+    @classmethod
+    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
+        return cls(name, model_id, seed=opts.seed)
 
     def __init__(self, name: str, rule: PlantedRule | str, seed: int = 0) -> None:
         self.name = name

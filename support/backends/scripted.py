@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from support.backends.base import Backend
+from support.backends.base import Backend, BackendOptions
 from support.types import Request, Response
 
 Script = Callable[[Request], str | list[str]]
@@ -30,6 +30,12 @@ class ScriptedBackend(Backend):
 
     `max_batch` makes it a batching backend, so tests can count `generate_batch` calls.
     """
+
+    provider = "scripted"
+
+    @classmethod
+    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
+        return make_scripted_backend(name, model_id)
 
     def __init__(
         self,

@@ -30,7 +30,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from support.backends.base import Backend, BackendError, BackendUnavailable
+from support.backends.base import (
+    NATIVE_PREFILL,
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+)
 from support.backends.chat_template import render_prompt, request_images
 from support.backends.model_folder import checked_folder, revision_for
 from support.types import Request, Response, Usage
@@ -69,7 +75,38 @@ def resolve_device(name: str, device: str | None) -> str:
 class TransformersBackend(Backend):
     """`AutoModelForImageTextToText.generate` over the requests the micro-batcher gathered."""
 
+    provider = "hf"
+    kind = "local-cpu"  # on a GPU with --device cuda
+    needs = ("torch", "transformers")
+    extra = "hf"
+    prefill = NATIVE_PREFILL  # the chat template rendered with the assistant turn open
     default_concurrency = 1
+
+    @classmethod
+    def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
+        """The packages, the model folder, and an accelerator asked for with `--device` (the
+        only check that imports torch)."""
+        why = super().unavailable(name, model_id, opts)
+        if why is not None:
+            return why
+        try:
+            checked_folder(name, model_id)
+        except BackendUnavailable as exc:
+            return str(exc)
+        device = dict(opts.extra).get("device")
+        if device not in (None, "", "auto", "cpu"):
+            try:
+                resolve_device(name, device)
+            except (BackendUnavailable, ValueError) as exc:
+                return str(exc)
+        return None
+
+    @classmethod
+    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
+        try:
+            return make_transformers_backend(name, model_id, opts)
+        except ImportError as exc:
+            raise BackendUnavailable(f"{name}: pip install 'vlmbench[hf]' ({exc})") from None
 
     def __init__(
         self,

@@ -38,7 +38,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from support.backends.base import Backend, BackendError, BackendUnavailable
+from support.backends.base import (
+    NATIVE_PREFILL,
+    Backend,
+    BackendError,
+    BackendOptions,
+    BackendUnavailable,
+)
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_IMAGES = 4  # images per prompt when no evaluation says (few-shot pointing: 3 + 1)
@@ -113,6 +119,35 @@ def image_limit_error(name: str, request: Request, limit: int) -> str | None:
 
 class VLLMBackend(Backend):
     """Requests submitted one by one to vLLM's async engine (continuous batching)."""
+
+    provider = "vllm"
+    # vLLM's own platform decides between a GPU and its CPU build: it needs vLLM, not a GPU
+    kind = "local-gpu"
+    needs = ("vllm",)
+    extra = "vllm"
+    prefill = NATIVE_PREFILL  # the chat template rendered with the assistant turn open
+
+    @classmethod
+    def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
+        from support.backends.model_folder import checked_folder
+
+        why = super().unavailable(name, model_id, opts)
+        if why is None:
+            try:
+                checked_folder(name, model_id)
+            except BackendUnavailable as exc:
+                return str(exc)
+        return why
+
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        model_id: str,
+        opts: BackendOptions,
+        engine: Mapping[str, Any] | None = None,
+    ) -> Backend:
+        return make_vllm_backend(name, model_id, opts, engine=engine)
 
     def __init__(
         self,
