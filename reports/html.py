@@ -32,10 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY, ReportPlugin, interval_label
+from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY
+from reports.terminal import interval_label
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from reports.result import EvaluationResult
+    from support.settings import RunSettings
 
 PICTURE_KEY = "vlmbench_picture"  # key of a pytest-html image extra that is a case's picture
 STATUSES = ("error", "unparsable", "wrong", "correct")  # worst first
@@ -208,21 +212,14 @@ def pytest_html_results_summary(prefix: list, summary: list, postfix: list, sess
     if cases is not None:
         prefix.append(status_filter(cases.statuses.values()))
         prefix.append(cases.pictures_note())
-    if plugin is None:
+    result = plugin.result if plugin is not None else None
+    if result is None:
         return
-    names = run_order(plugin)
-    counts = {name: Counter() for name in names}
-    for (name, _), o in plugin.outcomes.items():
-        counts[name][o.status] += 1
+    names = [r.name for r in result.evaluations]  # run order: as its first outcome arrived
+    counts = {r.name: Counter(o.status for o in r.outcomes) for r in result.evaluations}
     prefix.append(contents(names, counts))
-    for name in names:
-        postfix.extend(evaluation_section(plugin, name))
-
-
-def run_order(plugin: ReportPlugin) -> list[str]:
-    """Evaluations in the order their first outcome arrived (those with a summary but no
-    outcome, if any, after them)."""
-    return [*plugin.order, *(n for n in plugin.headlines if n not in plugin.order)]
+    for r in result.evaluations:
+        postfix.extend(evaluation_section(r, plugin.run))
 
 
 def anchor(name: str) -> str:
@@ -256,29 +253,29 @@ def status_filter(found: Iterable[Counter[str]]) -> str:
     return f'<p class="vlmbench-filter">Show rows whose status is: {boxes}</p>'
 
 
-def evaluation_section(plugin: ReportPlugin, name: str) -> list[str]:
+def evaluation_section(result: EvaluationResult, run: RunSettings) -> list[str]:
     """An evaluation's headline, comparisons and plots."""
     from support.comparisons.pairing import (
         shown_comparisons,  # pandas: imported at report time only
     )
     from support.tables import with_intervals
 
-    headline = plugin.headlines.get(name)
+    name, headline = result.name, result.headline
     if headline is None:
         return [f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}: no summary</h2>']
     metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
     bounded = [c for c in metrics if headline[[f"{c}_lo", f"{c}_hi"]].notna().all(axis=1).any()]
-    label = f" ({interval_label(plugin.run)})" if bounded or plugin.run.bootstrap <= 0 else ""
+    label = f" ({interval_label(run)})" if bounded or run.bootstrap <= 0 else ""
     parts = [f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}{html.escape(label)}</h2>']
-    data = plugin.data_label(name)  # e.g. the synthetic sample: said above its numbers
+    data = result.data_label  # e.g. the synthetic sample: said above its numbers
     if data:
         parts.append(f'<p class="vlmbench-data"><b>Data: {html.escape(data)}</b></p>')
     parts.append(html_table(with_intervals(headline, metrics)))
-    compared = plugin.comparisons.get(name)
+    compared = result.comparisons
     if compared is not None and len(compared):
         parts.append("<h3>Paired comparisons (b - a; p Holm-adjusted in p_holm)</h3>")
         parts.append(html_table(shown_comparisons(compared)))
-    for path in plugin.files.get(name, []):
+    for path in result.files:
         if path.suffix == ".png" and path.is_file():
             data = base64.b64encode(path.read_bytes()).decode("ascii")
             parts.append(

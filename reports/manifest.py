@@ -1,6 +1,6 @@
 """The run manifest: `manifest.json` beside summary.csv, saying what produced a run's numbers.
 
-The controller's reporter (reports.plugin) writes one per evaluation at session finish. Sections:
+The controller writes one per evaluation at session finish (reports.evaluation_files). Sections:
 
     vlmbench  the package version, the git commit of the checkout that holds `support/` and
               whether its tree was dirty (null without git or a checkout)
@@ -24,9 +24,9 @@ The controller's reporter (reports.plugin) writes one per evaluation at session 
     completion  whether the run finished (`complete`, `interrupted`: stopped by SIGINT) and the
               cases that finished of those selected: an interrupted run's files are partial
 
-No field can hold a key: every string goes through `redact_text` (URL credentials and sensitive
-query values, then support.backends.keys.redact: every key in the environment or given to a
-backend). Nothing here raises on a missing git, GPU or data file: the value is null or says why.
+No field can hold a key: every string goes through `redact_text` (support.secrets.redact: URL
+credentials and every key in the environment or given to a backend; then sensitive query
+values). Nothing here raises on a missing git, GPU or data file: the value is null or says why.
 """
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ from pathlib import Path
 from typing import Any
 
 from support import evaluations
-from support.backends.keys import redact
 from support.backends.registry import model_spec
 from support.cache import SCHEMA_VERSION
 from support.file_hashes import HASH_MEMO, FileHashes
 from support.files import atomic_write_text
+from support.secrets import URL_CREDENTIALS, redact
 from support.settings import RunSettings
 from support.types import Outcome, sha256_hex
 
@@ -93,11 +93,7 @@ HIDDEN = "."  # files and folders whose names start so are skipped when a folder
 
 # --- redaction ------------------------------------------------------------------------------------
 
-CREDENTIALS = "***"
-# scheme://userinfo@ -> scheme://***@ (userinfo greedy up to the last "@" before the host's end,
-# so a password holding a raw "@" goes too)
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
-# ?api_key=VALUE, &token=VALUE, ... -> the value replaced
+# ?api_key=VALUE, &token=VALUE, ... -> the value replaced (support.secrets.redact does not)
 _SECRET_QUERY = re.compile(
     r"(?P<name>[?&;][^=&#\s]*(?:key|token|secret|passw|signature|sig|auth)[^=&#\s]*=)[^&#\s]*",
     re.IGNORECASE,
@@ -105,11 +101,10 @@ _SECRET_QUERY = re.compile(
 
 
 def redact_text(text: str) -> str:
-    """`text` without credentials: `https://user:pass@host` -> `https://***@host`, the values of
-    key/token/secret/password query parameters, and every key value support.backends.keys knows."""
-    text = _USERINFO.sub(rf"\g<scheme>{CREDENTIALS}@", text)
-    text = _SECRET_QUERY.sub(rf"\g<name>{CREDENTIALS}", text)
-    return redact(text)
+    """`text` without credentials: support.secrets.redact (`https://user:pass@host` ->
+    `https://***@host`, every key value it knows), then the values of key/token/secret/password
+    query parameters."""
+    return _SECRET_QUERY.sub(rf"\g<name>{URL_CREDENTIALS}", redact(text))
 
 
 def redacted(value: Any) -> Any:

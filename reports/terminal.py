@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from support.settings import RunSettings
 from support.types import Outcome
 
 if TYPE_CHECKING:
@@ -81,10 +82,17 @@ def rerun_line(args: Sequence[str]) -> str:
     """`rerun what failed: pytest <args> --lf ...`, each argument redacted (credentials in
     `--api-base user:pass@` become ***) and then quoted for a POSIX shell (shlex.join): `-k "a or
     b"` pastes back as one argument, and `$(...)` or a backquote in one is text, never run."""
-    from support.backends.keys import redact
+    from support.secrets import redact
 
     command = shlex.join(["pytest", *(redact(str(a)) for a in args), "--lf"])
     return f"rerun what failed: {command} (answers already received are cached)"
+
+
+def interval_label(run: RunSettings) -> str:
+    """What the brackets of the printed tables are."""
+    if run.bootstrap <= 0:
+        return "no intervals: --bootstrap 0"
+    return "95% bootstrap intervals"
 
 
 def interval_metrics(headline: pd.DataFrame) -> list[str]:

@@ -1,9 +1,10 @@
 """`--batch`: the requests a run needs that the cache lacks go through the provider's batch API.
 
-A `BatchQueue` sits in a model client (support/engine.py) in place of the synchronous call. Cases
-run as always; a request the cache lacks waits in the queue's gathering round. When every case
-that is evaluating is waiting on the queue (the engine can make no other progress), the round is
-cut and submitted as one batch (several when it passes the provider's limits, `BatchLimits`).
+A `BatchQueue` sits in a model client (its `Queued` layer, support/client/batch_api.py) in place
+of the synchronous call. Cases run as always; a request the cache lacks waits in the queue's
+gathering round. When every case that is evaluating is waiting on the queue (the engine can make
+no other progress), the round is cut and submitted as one batch (several when it passes the
+provider's limits, `BatchLimits`).
 So a case of two stages (pgt) or a search of rounds (dynamic) advances one stage per batch: its
 next request exists only once the batch holding the last one has ended.
 
@@ -34,9 +35,10 @@ answers in the cache, and waits for (wait) or skips on (submit, collect) those s
 rather than sending their requests again.
 
 Collecting a batch stores each answer in the response cache (`Response.batch`: priced at the
-batch price in usage.csv). An item that failed, and an item an expired or cancelled batch left
-unanswered, is an error outcome of this run, never cached: the record is marked collected, so
-the next run sends it again.
+batch price in usage.csv), through the `store` the queue is built with (the model's
+`AnswerCache.put`), whether or not a case of this run asked for it. An item that failed, and an
+item an expired or cancelled batch left unanswered, is an error outcome of this run, never cached:
+the record is marked collected, so the next run sends it again.
 
 Everything here runs on the engine's one event loop, except the record files (atomic writes).
 """
@@ -53,14 +55,20 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from support.backends.base import BackendError
-from support.backends.keys import redact
-from support.backends.retry import backend_error
+from support.backends.batch_api import (
+    BatchApi,
+    BatchLimits,
+    BatchNotCreated,
+    BatchState,
+    ListedBatch,
+)
+from support.secrets import redact
 from support.types import Request, Response, canonical_json, sha256_hex
 
 log = logging.getLogger(__name__)
@@ -81,21 +89,6 @@ NONCE_HEX = 12  # hex digits of an intent's nonce (48 random bits)
 CASE = contextvars.ContextVar[object | None]("vlmbench_batch_case", default=None)
 
 
-class BatchNotCreated(BackendError):
-    """The provider refused to create the batch (an HTTP 4xx answer, 408 aside): none exists."""
-
-
-def creation_error(model: str, exc: BaseException) -> BackendError:
-    """What an error of a batch's create call becomes: BatchNotCreated when the provider
-    answered with a refusal (nothing to look up later), else a BackendError (a batch may exist:
-    the intent stays, the next run looks for it)."""
-    error = backend_error(model, exc)
-    status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
-    if isinstance(status, int) and 400 <= status < 500 and status != 408:
-        return BatchNotCreated(str(error))
-    return error
-
-
 class BatchPending(Exception):
     """A request not answered in this run: submitted (or still running) in a batch, or not sent
     under `--batch collect`; its case is skipped with this reason, nothing is cached for it.
@@ -104,72 +97,6 @@ class BatchPending(Exception):
     def __init__(self, reason: str, billed: bool = False) -> None:
         super().__init__(reason)
         self.billed = billed
-
-
-@dataclass(frozen=True)
-class BatchLimits:
-    """The most one batch of a provider takes (its published limits)."""
-
-    requests: int
-    bytes: int  # of the requests' JSON, estimated (images as base64)
-
-
-@dataclass(frozen=True)
-class BatchState:
-    """A batch's status read: `ended` is None while it runs, else "completed", "expired",
-    "cancelled" or "failed" (the provider refused it as a whole); `done` of `total` items."""
-
-    status: str  # the provider's own word
-    ended: str | None
-    done: int
-    total: int
-
-
-@dataclass(frozen=True)
-class ListedBatch:
-    """One batch of a provider's list: `nonce` is the intent nonce it carries (None: none, or
-    not readable yet: `readable` False, Anthropic's running batches); `items` as the provider
-    counts them (Anthropic: samples)."""
-
-    batch_id: str
-    created_at: float  # epoch seconds, the provider's clock
-    nonce: str | None
-    items: int
-    readable: bool = True
-
-
-class BatchApi(Protocol):
-    """What a backend with a batch API implements (the three vendors' backends)."""
-
-    name: str
-    provider: str
-    identity: Mapping[str, Any]
-    batch_limits: BatchLimits
-
-    async def start(self) -> None: ...
-
-    async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
-        """Submit (cache key, request) pairs as one batch carrying `nonce`; its id. A refusal is
-        BatchNotCreated (`creation_error`)."""
-        ...
-
-    def list_batches(self, since: float) -> AsyncIterator[ListedBatch]:
-        """The provider's batches, newest first, down to those created at `since` (epoch s)."""
-        ...
-
-    async def batch_state(self, batch_id: str) -> BatchState: ...
-
-    async def batch_results(
-        self, batch_id: str, keys: Sequence[str], nonce: str | None = None
-    ) -> dict[str, Response | str]:
-        """Each answered key's Response (marked `batch`), or the item's error text; keys the
-        batch left unanswered are absent. `nonce`: the batch's intent nonce (Anthropic reads
-        only the items carrying it)."""
-        ...
-
-
-def has_batch_api(backend: object) -> bool:
-    return callable(getattr(backend, "submit_batch", None))
 
 
 def request_bytes(request: Request) -> int:
@@ -355,7 +282,9 @@ class _Batch:
 
 
 class BatchQueue:
-    """A model client's batch path: `answer(key, request)` for each request the cache lacks."""
+    """A model client's batch path: `answer(key, request)` for each request the cache lacks.
+    `store(key, response)` stores each answer collected (the client's cache layer stores none on
+    this path)."""
 
     def __init__(
         self,
@@ -364,13 +293,14 @@ class BatchQueue:
         mode: str = "wait",
         poll_s: float = POLL_S,
         settle_s: float = SETTLE_S,
+        store: Callable[[str, Response], None] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"--batch {mode!r}: one of {', '.join(MODES)}")
         self.backend = backend
-        # how a collected answer is stored: the model client's cache write (ModelClient._store:
+        # how a collected answer is stored: the model's AnswerCache.put (support/client/caching.py:
         # a failed write costs the cache entry only, warned once); None stores nothing
-        self.store: Callable[[str, Response], None] | None = None
+        self.store = store
         self.records = records
         self.mode = mode
         self.poll_s = poll_s

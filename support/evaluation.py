@@ -10,11 +10,14 @@ An evaluation is a plugin in three parts, none of which the core names:
   builds the outcomes; an evaluation that keeps existing results (its source's rule) hands them
   back instead through `reused(case, model)`, so a rerun reports them rather than dropping them;
 - a `Summary` (controller side, where reports are written, possibly in another process under
-  xdist): a module with `summarize(outcomes, ctx)`, `headline(summary)` and
-  `write_outputs(outcomes, summary, out_dir, ctx)`, where `ctx` (`SummaryContext`) carries the
-  run's settings and the evaluation's own, and the run's report.md (`ctx.report`, written by the
-  core after write_outputs has added its part); an evaluation whose outcomes are simply right or
-  wrong takes the stock one (support.reporting:BINARY, the default) and writes none.
+  xdist; the contract in support.summary_contract, checked when the core loads it): a module
+  with `summarize(outcomes, ctx)`, `headline(summary)` and `write_outputs(outcomes, summary,
+  out_dir, ctx)`, where `ctx` (`SummaryContext`, built by the spec's `summary_context`) carries
+  the run's settings and the evaluation's own, the label of its data and a way to reopen it (from
+  the spec: a summary never imports the worker side), and the run's report.md (`ctx.report`,
+  written by the core after write_outputs has added its part); an evaluation whose outcomes are
+  simply right or wrong takes the stock one (support.reporting:BINARY, the default) and writes
+  none.
 
 `support.evaluations` is the one registry (name -> spec). The library never imports pytest.
 """
@@ -30,13 +33,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from support.backends.base import BackendError
-from support.reporting import Report
 from support.settings import RunSettings
+from support.summary_contract import (
+    LoadedSummary,
+    Summary,
+    SummaryContext,
+    SummaryContractError,
+    checked_summary,
+)
 from support.types import Case, Outcome, Request, Response, Verdict
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from support.backends.registry import ModelSpec
 
 __all__ = [
@@ -49,6 +56,7 @@ __all__ = [
     "Reused",
     "Summary",
     "SummaryContext",
+    "SummaryContractError",
 ]
 
 
@@ -69,68 +77,6 @@ class CaseClient(Protocol):
     async def generate(self, request: Request) -> Response: ...
 
     def fork(self) -> CaseClient: ...
-
-
-@dataclass(frozen=True)
-class SummaryContext:
-    """What a summary sees of the run: its settings and the evaluation's own (what its spec's
-    `configure` built; None where the evaluation has none), and the run's report.md, to which
-    `write_outputs` adds its markdown (the core writes the file)."""
-
-    run: RunSettings = field(default_factory=RunSettings)
-    settings: Any = None
-    evaluation: str = ""  # its name
-    report: Report = field(default_factory=Report, compare=False)
-
-    @property
-    def n_resamples(self) -> int:
-        """Bootstrap resamples of each interval (0: no intervals)."""
-        return self.run.bootstrap
-
-    @property
-    def seed(self) -> int:
-        return self.run.seed
-
-    @property
-    def compat(self) -> str:
-        """The run's `--compat` profile ("writeup" or "source")."""
-        return self.run.compat
-
-    @classmethod
-    def of(
-        cls, n_resamples: int = 1000, seed: int = 0, settings: Any = None, **run: Any
-    ) -> SummaryContext:
-        """A context for a summary called outside a run (tests, scripts): the bootstrap's
-        resamples and seed, the evaluation's settings and any other RunSettings field."""
-        return cls(RunSettings(bootstrap=n_resamples, seed=seed, **run), settings)
-
-
-class Summary(Protocol):
-    """The controller side of an evaluation: a module with these functions (its spec's
-    `summary`). Optional module attributes: `KEY_METRICS` (the terminal's brief table),
-    `data_label(run)` (what reports say when the data is not the real dataset), and for
-    comparisons.csv a `COMPARISONS` spec or a `comparisons(outcomes, requested, n_resamples,
-    seed)` function (support.comparisons.pairing). Each must hold for any mix of outcomes, all
-    errors and zero cases included."""
-
-    def summarize(self, outcomes: Sequence[Outcome], ctx: SummaryContext) -> pd.DataFrame:
-        """The summary table (`m`, `m_lo`, `m_hi` columns): summary.csv."""
-        ...
-
-    def headline(self, summary: pd.DataFrame) -> pd.DataFrame:
-        """The rows printed at the end of the run and in the HTML report."""
-        ...
-
-    def write_outputs(
-        self,
-        outcomes: Sequence[Outcome],
-        summary: pd.DataFrame,
-        out_dir: Path,
-        ctx: SummaryContext,
-    ) -> list[Path]:
-        """The evaluation's own files (plots, the source's files): their paths; its report.md
-        markdown goes to `ctx.report.add`."""
-        ...
 
 
 REUSED = "reused"  # Outcome.extra key of a reused outcome: the file its result was read back from
@@ -213,6 +159,12 @@ class EvaluationSpec:
     `max_images(settings)`: the most images one of its requests carries under these settings
     (None: one). A local engine's per-prompt image limit defaults to the most over the
     configured evaluations (vLLM refuses a prompt over its limit).
+
+    What the summary gets through its `SummaryContext` (`summary_context`):
+    - `data_label(run)`: what the data is when it is not the real dataset (e.g. the synthetic
+      sample), said by report.md, the terminal and the HTML report; None for the real data;
+    - `open_data(settings, run)`: the evaluation's data opened again, for a summary that must
+      reread it (`ctx.open_data()`); None: the summary rereads nothing.
     """
 
     name: str
@@ -224,17 +176,32 @@ class EvaluationSpec:
     data_files: Callable[[Any, RunSettings], Sequence[Path]] | None = None
     prompt_modules: tuple[str, ...] = ()
     max_images: Callable[[Any], int] | None = None
+    data_label: Callable[[RunSettings], str | None] | None = None
+    open_data: Callable[[Any, RunSettings], Any] | None = None
 
     def evaluation_class(self) -> type[Evaluation]:
         module, _, attr = self.evaluation.partition(":")
         return getattr(importlib.import_module(module), attr)
 
-    def summary_module(self) -> Summary:
+    def summary_module(self) -> LoadedSummary:
         """The controller side, imported on first use: a module, or "module:ATTR" (an object
-        with the Summary functions, e.g. support.reporting:BINARY)."""
+        with the Summary functions, e.g. support.reporting:BINARY), checked against the
+        contract (SummaryContractError naming the module and the member that breaks it)."""
         module, _, attr = self.summary.partition(":")
         found = importlib.import_module(module)
-        return getattr(found, attr) if attr else found  # type: ignore[return-value]
+        return checked_summary(getattr(found, attr) if attr else found, self.summary)
+
+    def summary_context(self, run: RunSettings) -> SummaryContext:
+        """What the summary is given in this run: the evaluation's settings, its data label and
+        its data's opener (from this spec), and a report.md of its own."""
+        settings = run.evaluations.get(self.name)
+        label = self.data_label(run) if self.data_label is not None else None
+        opener = self.open_data
+        if opener is None:
+            return SummaryContext(run, settings, self.name, data_label=label)
+        return SummaryContext(
+            run, settings, self.name, data_label=label, opener=lambda: opener(settings, run)
+        )
 
 
 def linspace_subset(items: list[int], n: int | None) -> list[int]:

@@ -89,8 +89,8 @@ HOW_FIELDS = (*RUN_FIELDS, "batch_usage")
 
 
 def write_jsonl(outcomes: Iterable[Outcome], path: Path) -> Path:
-    """One JSON object per case: ids, prompt hash, raw response, parsed answer, truth, status...
-    (everything but RUN_FIELDS)."""
+    """One JSON object per outcome, keys sorted: every field of `Outcome.to_json` but HOW_FIELDS
+    (RUN_FIELDS and `batch_usage`)."""
     lines = [
         json.dumps({k: v for k, v in o.to_json().items() if k not in HOW_FIELDS}, sort_keys=True)
         for o in outcomes

@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -188,12 +188,30 @@ def _gray8(im: Image.Image) -> Image.Image:
     return Image.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), "L")
 
 
+def encode_image(image: Any, fmt: str = "PNG", **save_options: Any) -> bytes:
+    """A PIL image encoded as `fmt` bytes; `save_options` go to PIL's `Image.save` (e.g. quality,
+    compress_level)."""
+    buf = io.BytesIO()
+    image.save(buf, format=fmt, **save_options)
+    return buf.getvalue()
+
+
+def sniff_mime(data: bytes) -> str:
+    """The image type of `data` from its first bytes (PNG, JPEG, WebP), else
+    application/octet-stream. What a model is sent is PNG or JPEG only (Part.of_image)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"
+
+
 def model_image(data: bytes, label: str | None = None) -> tuple[bytes, str]:
     """(bytes, MIME type) to send a model: PNG or JPEG bytes as they are (nothing decoded), any
     other format decoded through the door and re-encoded as PNG. ImageDecodeError when it is not
     an image read here."""
-    from support.types import encode_image, sniff_mime
-
     mime = sniff_mime(data)
     if mime in SENT_MIMES:
         return data, mime

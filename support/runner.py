@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from support.backends.base import BackendError
-from support.backends.keys import redact
 from support.engine import ModelClient
+from support.secrets import redact
 from support.types import Case, Outcome, Request, Response, Usage, Verdict, outcome_id
 
 if TYPE_CHECKING:

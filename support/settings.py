@@ -39,3 +39,14 @@ class RunSettings:
     unavailable: Mapping[str, str] = field(default_factory=dict)
     # evaluation name -> its own settings object (what its spec's `configure` built)
     evaluations: Mapping[str, Any] = field(default_factory=dict)
+    # how the models are built and asked (fixtures.models)
+    dry_run: bool = False  # `--dry-run`: send nothing, store nothing; estimate the requests
+    batch: str | None = None  # `--batch` mode (wait, submit, collect); None: synchronous
+    batch_poll_s: float = 30.0  # `--batch-poll`: seconds between status reads of a batch
+    api_base: str | None = None  # `--api-base`: the endpoint of every API model
+    api_timeout_s: float = 60.0  # `--api-timeout`: seconds before an API request times out
+    api_retries: int = 5  # `--api-retries`: retries of an API request (429, 5xx, timeouts)
+    gpus: str = ""  # `--gpus` as given ("0,1"), read when a local engine is built
+    max_batch: int | None = None  # `--max-batch`: a local engine's largest batch
+    max_images: int | None = None  # `--max-images`: images per prompt a local engine accepts
+    device: str | None = None  # `--device`: torch device of hf: models

@@ -100,7 +100,7 @@ def _nan(v: object) -> bool:
 
 def report_head(title: str, data: str | None) -> list[str]:
     """The first lines of a report.md: `# title`, and when the data is not the real dataset
-    (`data`: the summary module's `data_label(run)`) a title that says so and a line naming it."""
+    (`data`: the evaluation spec's `data_label(run)`) a title that says so and a line naming it."""
     if data is None:
         return [f"# {title}", ""]
     return [

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import io
 import json
 import logging
 import math
@@ -119,9 +118,9 @@ class Part:
         kept as they are, any other format decoded through support.images and re-encoded as
         PNG (a model is sent PNG or JPEG with its true MIME type). `label` names the bytes'
         file in an ImageDecodeError."""
-        if isinstance(image, bytes | bytearray | memoryview):
-            from support.images import model_image
+        from support.images import encode_image, model_image
 
+        if isinstance(image, bytes | bytearray | memoryview):
             data, mime = model_image(bytes(image), label)
             return cls(image=data, mime=mime)
         return cls(image=encode_image(image, fmt, **save_options), mime=f"image/{fmt.lower()}")
@@ -145,26 +144,6 @@ class Part:
         if self.image is not None:
             return {"image_sha256": self.image_sha256, "mime": self.mime}
         return {"text": self.text or ""}
-
-
-def encode_image(image: Any, fmt: str = "PNG", **save_options: Any) -> bytes:
-    """A PIL image encoded as `fmt` bytes; `save_options` go to PIL's `Image.save` (e.g. quality,
-    compress_level)."""
-    buf = io.BytesIO()
-    image.save(buf, format=fmt, **save_options)
-    return buf.getvalue()
-
-
-def sniff_mime(data: bytes) -> str:
-    """The image type of `data` from its first bytes (PNG, JPEG, WebP), else
-    application/octet-stream. What a model is sent is PNG or JPEG only (Part.of_image)."""
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return "image/png"
-    if data[:3] == b"\xff\xd8\xff":
-        return "image/jpeg"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return "application/octet-stream"
 
 
 class AnswerSpace(Protocol):

@@ -11,10 +11,10 @@ current working tree, or another directory or rev, as "after". In each tree, fro
     python -m pytest evals -m quick --model oracle,chance --compat C -p no:randomly
         -p no:cacheprovider --results-dir R --run-id C --cache-dir CACHE
 
-for C in writeup and source, then compares raw_results.jsonl, summary.csv and comparisons.csv of
-every evaluation byte for byte, and prints a table: evaluation x compat x file -> identical, or
-DIFFERENT with the first differing line of each side. Exit status 0 only when every file is
-identical, every run exited 0 and each profile compared at least one evaluation.
+for C in writeup and source, then compares raw_results.jsonl, summary.csv, comparisons.csv and
+report.md of every evaluation byte for byte, and prints a table: evaluation x compat x file ->
+identical, or DIFFERENT with the first differing line of each side. Exit status 0 only when every
+file is identical, every run exited 0 and each profile compared at least one evaluation.
 
 Caches. By default each tree gets its own, empty --cache-dir, so it builds its own synthetic data
 and asks its own models (a shared cache would hand "after" the data, canvases, embeddings and
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROFILES = ("writeup", "source")
-FILES = ("raw_results.jsonl", "summary.csv", "comparisons.csv")
+FILES = ("raw_results.jsonl", "summary.csv", "comparisons.csv", "report.md")
 MODELS = "oracle,chance"  # the default of --model (fixtures/options.py), named so both trees agree
 EXCERPT = 110
 

@@ -19,7 +19,7 @@ anthropic = pytest.importorskip("anthropic")
 genai_types = pytest.importorskip("google.genai.types")
 httpx2 = pytest.importorskip("httpx2")
 
-from support.backends import keys as api_keys  # noqa: E402
+from support import secrets as api_keys  # noqa: E402
 from support.backends import retry  # noqa: E402
 from support.backends.anthropic_messages import (  # noqa: E402
     AnthropicBackend,
@@ -34,7 +34,6 @@ from support.backends.gemini import (  # noqa: E402
     gemini_result,
     gemini_retryable,
 )
-from support.backends.keys import redact, register_secret  # noqa: E402
 from support.backends.openai_chat import (  # noqa: E402
     IMAGE_SLOT,
     OpenAIChatBackend,
@@ -47,6 +46,7 @@ from support.backends.openai_chat import (  # noqa: E402
 from support.backends.prices import PRICES, cost_usd  # noqa: E402
 from support.backends.registry import BackendOptions, create_backend, model_spec  # noqa: E402
 from support.backends.retry import MalformedResponse, call_with_retry  # noqa: E402
+from support.secrets import redact, register_secret  # noqa: E402
 from support.types import Part, Request, Usage  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -34,8 +34,8 @@ from support.backends.http_guard import (  # noqa: E402
     GuardedTransport,
     ResponseTooLarge,
 )
-from support.backends.keys import register_secret  # noqa: E402
 from support.backends.openai_chat import OpenAICompatibleBackend  # noqa: E402
+from support.secrets import register_secret  # noqa: E402
 from support.testing.loopback import Hostile, LoopbackServer  # noqa: E402
 from support.types import Part, Request  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The pointing evaluation through the vendors' SDKs against the loopback server.
 
 One script answers every protocol. The metrics a run through an SDK yields must equal those of the
-same script run in-process (the `scripted:` backend, registered by a plugin), so the SDK round
+same script run in-process (an `answers:` provider, registered by a plugin), so the SDK round
 trip loses nothing; faults must change nothing but the number of attempts.
 """
 
@@ -54,13 +54,15 @@ def script(request: ScriptRequest) -> str:
 
 
 SCRIPTED_PLUGIN = f"""
+from support.backends.base import register_provider
 from support.backends.scripted import ScriptedBackend
 import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from test_api_pointing import answer
 
+@register_provider
 class Answers(ScriptedBackend):
-    provider = "scripted"  # takes the prefix over: `scripted:<anything>` answers with `answer`
+    provider = "answers"  # `answers:<anything>` answers with `answer`
 
     @classmethod
     def create(cls, name, model_id, opts):
@@ -109,7 +111,7 @@ def expected(cholecseg8k, tmp_path_factory) -> pd.DataFrame:
     tmp = tmp_path_factory.mktemp("expected")
     (tmp / "scriptedplugin.py").write_text(SCRIPTED_PLUGIN)
     env = {**os.environ, "PYTHONPATH": str(tmp)}
-    cmd = [sys.executable, "-m", "pytest", *argv("scripted:x", cholecseg8k, tmp), "-p"]
+    cmd = [sys.executable, "-m", "pytest", *argv("answers:x", cholecseg8k, tmp), "-p"]
     proc = subprocess.run([*cmd, "scriptedplugin"], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     df = metrics(tmp)

@@ -11,15 +11,11 @@ import pytest
 from PIL import Image
 
 from support.backends.base import BackendError
+from support.backends.batch_api import BatchLimits
 from support.backends.registry import BackendOptions, create_backend
-from support.batches import (
-    BatchLimits,
-    BatchPending,
-    BatchQueue,
-    BatchRecords,
-    chunks,
-)
+from support.batches import BatchPending, BatchQueue, BatchRecords, chunks
 from support.cache import ResponseCache
+from support.client.caching import AnswerCache
 from support.engine import ModelClient
 from support.spending import Ledger, Spending, SpendingCapReached
 from support.testing.loopback import Faults, LoopbackServer, ScriptRequest
@@ -58,11 +54,13 @@ def make_client(
     monkeypatch.setenv(ENV[provider], KEY)
     opts = BackendOptions(api_base=base_url(provider, s), max_retries=2, timeout_s=10)
     backend = create_backend(f"{provider}:{model}", opts)
-    cache = ResponseCache(tmp / "cache" / "responses.sqlite")
+    cache = AnswerCache(ResponseCache(tmp / "cache" / "responses.sqlite"), backend.name)
     queue = None
     if mode is not None:
         records = BatchRecords(tmp / "cache" / "batches")
-        queue = BatchQueue(backend, records, mode=mode, poll_s=POLL_S, settle_s=0.05)
+        queue = BatchQueue(
+            backend, records, mode=mode, poll_s=POLL_S, settle_s=0.05, store=cache.put
+        )
     return ModelClient(backend, cache, concurrency=4, batches=queue, spending=spending)
 
 

@@ -1,4 +1,4 @@
-"""`python -m support.comparisons RUN_A RUN_B`: two runs' raw rows paired by case id."""
+"""`python -m support.compare_runs RUN_A RUN_B`: two runs' raw rows paired by case id."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.comparisons.cli import compare_runs, main
+from support.compare_runs import compare_runs, main
 from support.files import write_jsonl
 from support.types import Outcome
 

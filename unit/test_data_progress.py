@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.loading import marked_evaluation
+from fixtures.scope import marked_evaluation
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,6 @@ from support.evaluations.pointing.letterbox import (
     interior_point,
     letterbox,
     mask_outline,
-    point_in_mask,
 )
 
 sizes = st.integers(1, 4000)
@@ -132,24 +131,6 @@ def test_letterbox_modes() -> None:
 
 
 @settings(max_examples=200)
-@given(masks, st.floats(-5, 30), st.floats(-5, 30))
-def test_point_in_mask_matches_indexing(mask: np.ndarray, x: float, y: float) -> None:
-    h, w = mask.shape
-    col, row = int(np.floor(x)), int(np.floor(y))
-    expected = 0 <= col < w and 0 <= row < h and bool(mask[row, col])
-    assert point_in_mask(mask, x, y) is expected
-
-
-def test_point_in_mask_edges() -> None:
-    mask = np.zeros((3, 4), bool)
-    mask[1, 2] = True
-    assert point_in_mask(mask, 2.0, 1.0) and point_in_mask(mask, 2.999, 1.999)
-    assert not point_in_mask(mask, 3.0, 1.5) and not point_in_mask(mask, 2.5, 2.0)
-    assert not point_in_mask(mask, float("nan"), 1.5)
-    assert not point_in_mask(mask, -0.5, -0.5) and not point_in_mask(mask, 4.0, 0.0)
-
-
-@settings(max_examples=200)
 @given(masks)
 def test_interior_point_inside(mask: np.ndarray) -> None:
     p = interior_point(mask)
@@ -157,7 +138,6 @@ def test_interior_point_inside(mask: np.ndarray) -> None:
         assert p is None
     else:
         assert p is not None and mask[p[1], p[0]]
-        assert point_in_mask(mask, p[0] + 0.5, p[1] + 0.5)
         assert interior_point(mask) == p  # deterministic
 
 
@@ -201,13 +181,14 @@ SIZES_AND_SEED = (
 
 @settings(max_examples=60, deadline=None)
 @given(*SIZES_AND_SEED)
-def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
-    """canvas_mask[y, x] is True exactly when canvas pixel (x, y)'s centre maps into the mask."""
-    from support.evaluations.pointing.letterbox import canvas_mask
+def test_canvas_values_of_a_mask_agree_with_pixel_mapping(w, h, cw, ch, seed):
+    """canvas_values(mask)[y, x] is True exactly when canvas pixel (x, y)'s centre maps into the
+    mask."""
+    from support.evaluations.pointing.letterbox import canvas_values
 
     mask = np.random.default_rng(seed).random((h, w)) < 0.4
     box = Letterbox(w, h, cw, ch)
-    cm = canvas_mask(mask, box)
+    cm = canvas_values(mask, box, False)
     assert cm.shape == (ch, cw)
     for y in range(ch):
         for x in range(cw):
@@ -219,15 +200,15 @@ def test_canvas_mask_agrees_with_pixel_mapping(w, h, cw, ch, seed):
 @settings(max_examples=60, deadline=None)
 @given(*SIZES_AND_SEED)
 def test_canvas_values_of_a_label_map_give_every_organs_canvas_mask(w, h, cw, ch, seed):
-    """One gather of the int8 label map (padding -1) == canvas_mask of each class's mask."""
-    from support.evaluations.pointing.letterbox import canvas_mask, canvas_values
+    """One gather of the int8 label map (padding -1) == the gather of each class's bool mask."""
+    from support.evaluations.pointing.letterbox import canvas_values
 
     labels = np.random.default_rng(seed).integers(-1, 4, (h, w)).astype(np.int8)
     box = Letterbox(w, h, cw, ch)
     on_canvas = canvas_values(labels, box, -1)
     assert on_canvas.shape == (ch, cw) and on_canvas.dtype == np.int8
     for organ in range(4):
-        assert np.array_equal(on_canvas == organ, canvas_mask(labels == organ, box))
+        assert np.array_equal(on_canvas == organ, canvas_values(labels == organ, box, False))
 
 
 @settings(max_examples=80, deadline=None)

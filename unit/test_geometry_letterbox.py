@@ -1,5 +1,5 @@
-"""Hand-computed letterbox numbers: canvas <-> image px, the content box's edges, the hit test and
-the canvas masks (support/evaluations/pointing/letterbox.py).
+"""Hand-computed letterbox numbers: canvas <-> image px, the content box's edges and the canvas
+masks (support/evaluations/pointing/letterbox.py).
 
 Frame: pixels, x right, y down, origin the top-left corner of the top-left pixel; image pixel
 (col, row) covers [col, col+1) x [row, row+1). Each box's numbers are worked out in its comment:
@@ -17,12 +17,10 @@ from PIL import Image
 
 from support.evaluations.pointing.letterbox import (
     Letterbox,
-    canvas_mask,
     canvas_values,
     interior_point,
     letterbox,
     mask_outline,
-    point_in_mask,
 )
 
 
@@ -104,19 +102,6 @@ def test_to_image_pixel_clamps_the_last_column_and_row() -> None:
     assert box.to_image_pixel(341.5, x) == (0, 8)
 
 
-def test_point_in_mask_on_a_wide_mask() -> None:
-    mask = np.zeros((2, 5), bool)  # h 2, w 5
-    mask[1, 4] = mask[0, 0] = True
-    assert point_in_mask(mask, 4.5, 1.5)  # col 4, row 1
-    assert point_in_mask(mask, 0.0, 0.0)
-    assert not point_in_mask(mask, 1.5, 4.5)  # row 4 is past h = 2
-    assert not point_in_mask(mask, 5.0, 1.0)  # col 5 is past w = 5
-    assert not point_in_mask(mask, 4.5, 2.0)
-    assert not point_in_mask(mask, 0.5, math.inf)
-    assert not point_in_mask(mask, -0.1, 0.5)  # floor(-0.1) = -1
-    assert not point_in_mask(mask, 0.5, -0.1)
-
-
 def test_interior_point_hand_cases() -> None:
     mask = np.zeros((10, 20), bool)
     mask[4:7, 10:15] = True  # rows 4..6, cols 10..14: a 3x5 block
@@ -171,8 +156,8 @@ def test_canvas_values_default_fill_and_shape_check() -> None:
         canvas_values(np.zeros((2, 3)), Letterbox(3, 1, 4, 4))
 
 
-def test_canvas_mask_hand_case() -> None:
-    cm = canvas_mask(np.array([[True, False]]), Letterbox(2, 1, 4, 4))
+def test_canvas_values_of_a_mask_hand_case() -> None:
+    cm = canvas_values(np.array([[True, False]]), Letterbox(2, 1, 4, 4), False)
     expected = np.zeros((4, 4), bool)
     expected[1:3, 0:2] = True  # canvas cols 0..1 show image col 0, rows 1..2 the content
     assert cm.dtype == np.bool_
@@ -206,15 +191,6 @@ def test_letterbox_resamples_bicubic_by_default() -> None:
     expected = np.asarray(img.resize((4, 2), resample=Image.Resampling.BICUBIC))
     np.testing.assert_array_equal(np.asarray(smooth), expected)
     assert len(np.unique(np.asarray(smooth))) > 2
-
-
-def test_point_in_mask_of_a_single_channel_image() -> None:
-    # a mask read as an (H, W, 1) image array: the first two axes are rows and columns
-    mask = np.zeros((2, 3, 1), bool)
-    mask[0, 1, 0] = True
-    assert point_in_mask(mask, 1.5, 0.5)  # col 1, row 0
-    assert not point_in_mask(mask, 0.5, 1.5)
-    assert not point_in_mask(mask, 3.0, 0.5)  # col 3 is past w = 3
 
 
 def test_mask_outline_of_a_0_255_mask_is_boolean() -> None:

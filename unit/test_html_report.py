@@ -218,7 +218,7 @@ def test_a_picture_is_labelled_as_what_its_bytes_are(fmt, mime, ext):
     sent as image/jpeg (the five built-in renders make JPEG, support.reporting.picture_jpeg)."""
     from fixtures.case_extras import picture_extra
     from reports.html import PICTURE_KEY
-    from support.types import encode_image
+    from support.images import encode_image
 
     data = encode_image(Image.new("RGB", (8, 8), "red"), fmt)
     extra = picture_extra(data, "case-1-m")

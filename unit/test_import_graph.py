@@ -5,8 +5,12 @@
   `support/testing/`) imports no evaluation's package: the registry names them by string.
 - An evaluation's package imports the core and its own modules, never another evaluation's nor
   `support.testing`.
+- No circle: no two files import each other, directly or round a loop, and no two rooms (a
+  module or package of `support`, `reports`, `fixtures`) do, so every room has a floor and no
+  arrow runs back up.
 
-Read from the source with ast (imports inside functions included), nothing imported.
+Read from the source with ast (imports inside functions and under TYPE_CHECKING included),
+nothing imported.
 """
 
 from __future__ import annotations
@@ -92,3 +96,116 @@ def test_the_checks_see_a_wrong_import(tmp_path):
         "def f():\n    from support.evaluations.pgt.task import X\n    import fixtures.options\n"
     )
     assert {"support.evaluations.pgt.task", "fixtures.options"} <= imports(path)
+
+
+# -- circles: file by file, and room by room ----------------------------------------------------
+
+HOUSE = ("support", "reports", "fixtures")  # the suite's code (tests and tools aside)
+
+
+def module_file(name: str) -> Path | None:
+    """The repository file of the longest importable prefix of `name` (a.b.C -> a/b.py)."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        base = REPO.joinpath(*parts[:end])
+        for path in (base.with_suffix(".py"), base / "__init__.py"):
+            if path.is_file():
+                return path
+    return None
+
+
+def targets(path: Path) -> set[Path]:
+    """The house's files `path` imports, in functions and under TYPE_CHECKING too. `from pkg
+    import sub` is an arrow to the submodule, not to the package's `__init__.py` (which Python
+    runs first, but which only hands names on)."""
+    found: set[Path | None] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {module_file(a.name) for a in node.names if a.name.split(".")[0] in HOUSE}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] not in HOUSE:
+                continue
+            package = module_file(node.module)
+            for alias in node.names:
+                sub = module_file(f"{node.module}.{alias.name}")
+                is_sub = package is not None and package.name == "__init__.py"
+                is_sub = is_sub and sub is not None and sub != package
+                found.add(sub if is_sub else package)
+    return {p for p in found if p is not None and p != path}
+
+
+def file_graph() -> dict[Path, set[Path]]:
+    """file -> the house's files it imports (`targets`)."""
+    return {p: targets(p) for folder in HOUSE for p in sorted((REPO / folder).rglob("*.py"))}
+
+
+def room(path: Path) -> str:
+    """A file's room: a top-level package of the house, or a module or subpackage of support."""
+    parts = path.relative_to(REPO).parts
+    if parts[0] != "support" or len(parts) == 2:
+        return parts[0] if parts[0] != "support" else "/".join(parts)
+    return "/".join(parts[:2])
+
+
+def circles(graph: dict) -> list[list]:
+    """The strongly connected components of more than one node (Tarjan's algorithm)."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on_stack: set = set()
+    found: list[list] = []
+
+    def visit(node) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(map(str, component)))
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_two_files_import_each_other_even_inside_functions():
+    graph = file_graph()
+    named = {
+        str(p.relative_to(REPO)): {str(q.relative_to(REPO)) for q in qs} for p, qs in graph.items()
+    }
+    assert not circles(named)
+
+
+def test_no_room_imports_a_room_that_imports_it_back():
+    """Rooms as the layout names them (a module of support/, a package of support/, reports,
+    fixtures): one way, so each has a floor and no arrow runs back up."""
+    rooms: dict[str, set[str]] = {}
+    for path, found in file_graph().items():
+        rooms.setdefault(room(path), set()).update(room(p) for p in found)
+    for name, found in rooms.items():
+        found.discard(name)
+    assert not circles(rooms)
+
+
+def test_the_circle_finder_finds_circles():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+    path = REPO / "support" / "types.py"
+    assert room(path) == "support/types.py"
+    assert room(REPO / "support" / "backends" / "base.py") == "support/backends"
+    assert room(REPO / "reports" / "plugin.py") == "reports"
+    assert module_file("support.backends.base.BackendError") == REPO / "support/backends/base.py"

@@ -28,9 +28,10 @@ SCHEMA = Path(__file__).parent / "schemas" / "junit-10.xsd"
 PROBE_PLUGIN = '''
 import json, os
 import pytest
-from support.backends.base import Backend, BackendError
+from support.backends.base import Backend, BackendError, register_provider
 from support.backends.reference import OracleBackend
 
+@register_provider
 class Breaks(Backend):
     """Oracle answers, but every liver question fails as an API error after its retries."""
     provider, kind = "breaks", "api"

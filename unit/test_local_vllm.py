@@ -77,8 +77,9 @@ def test_a_request_over_the_image_limit_is_refused_before_the_engine():
 
 
 def _config(**options):
-    """A stand-in pytest config: the options given, each evaluation's settings from its own
-    defaults and `options` (its spec's configure, as the suite's pytest_configure does)."""
+    """A stand-in pytest config: the run's settings with --max-images, --max-batch and --gpus
+    from `options`, each evaluation's settings from its own defaults and `options` (its spec's
+    configure, as the suite's pytest_configure does)."""
     from types import SimpleNamespace
 
     from fixtures.options import SETTINGS_KEY
@@ -92,8 +93,9 @@ def _config(**options):
         values = {o.dest: options.get(o.dest, o.default) for o in spec.options}
         configured[name] = spec.configure(values, run)
     stash = pytest.Stash()
-    stash[SETTINGS_KEY] = RunSettings(evaluations=configured)
-    return SimpleNamespace(stash=stash, getoption=lambda k: options.get(k))
+    engine = {k: options[k] for k in ("max_images", "max_batch", "gpus") if k in options}
+    stash[SETTINGS_KEY] = RunSettings(evaluations=configured, **engine)
+    return SimpleNamespace(stash=stash)
 
 
 def test_the_default_image_limit_is_the_most_an_evaluation_sends():
@@ -144,7 +146,7 @@ def test_missing_vllm_makes_the_models_unavailable():
 def test_local_models_are_one_xdist_group():
     from types import SimpleNamespace
 
-    from fixtures.distribution import group_name
+    from fixtures.groups import group_name
     from support.types import Case
 
     config = SimpleNamespace(workerinput={"workercount": 4})

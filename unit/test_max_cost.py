@@ -211,17 +211,16 @@ def test_a_bad_max_cost_is_a_usage_error_naming_the_option(tmp_path):
 
 
 class _Config:
-    """What fixtures.models.spending reads of a pytest config: stash, options, workerinput."""
+    """What fixtures.models.spending reads of a pytest config: stash (the caps and the run's
+    settings) and workerinput."""
 
     def __init__(self, caps: MaxCost, workers: int | None) -> None:
-        from fixtures.options import MAX_COST_KEY
+        from fixtures.options import MAX_COST_KEY, SETTINGS_KEY
+        from support.settings import RunSettings
 
-        self.stash = {MAX_COST_KEY: caps}
+        self.stash = {MAX_COST_KEY: caps, SETTINGS_KEY: RunSettings()}
         if workers is not None:
             self.workerinput = {"workercount": workers}
-
-    def getoption(self, name: str) -> object:
-        return {"dry_run": False}[name]
 
 
 @pytest.mark.parametrize("workers", [None, 1, 4])

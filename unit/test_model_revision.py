@@ -153,11 +153,10 @@ def test_the_run_passes_its_cache_folder_unless_no_cache(monkeypatch, tmp_path):
         raise BackendUnavailable("not built here")
 
     monkeypatch.setattr(models, "create_backend", fake_create_backend)
-    options = {"api_base": None, "api_timeout": 60.0, "api_retries": 5, "gpus": "", "device": None}
     for use_cache in (True, False):
         stash = pytest.Stash()
         stash[SETTINGS_KEY] = RunSettings(cache_dir=tmp_path / "cache", use_cache=use_cache)
-        config = SimpleNamespace(stash=stash, getoption=lambda k: options.get(k))
+        config = SimpleNamespace(stash=stash)
         assert models.client_or_reason(config, "hf:x") == "not built here"
     assert seen == [str(tmp_path / "cache"), None]
 

@@ -13,7 +13,7 @@ from PIL import Image
 
 from support.evaluation import OptionError, SummaryContext
 from support.evaluations.nyu_distance.parser import parse_answer
-from support.evaluations.nyu_distance.spec import NyuSettings, configure
+from support.evaluations.nyu_distance.spec import SPEC, NyuSettings, configure
 from support.evaluations.nyu_distance.summary import (
     median_interval,
     result_rows,
@@ -77,7 +77,8 @@ def test_request_is_the_marked_image_and_the_prompt(
     # the controller draws the same picture again from the outcome's params (workers write none)
     o = Outcome(f"{case.id}-m", "nyu_distance", "m", "correct", params=dict(case.params))
     run = RunSettings(cache_dir=ev.mat.path.parents[2])
-    (saved,) = write_marked_images([o], run, tmp_path / "marked_images")
+    ctx = SPEC.summary_context(run)  # the data reopened through the spec
+    (saved,) = write_marked_images([o], ctx, tmp_path / "marked_images")
     assert saved.name == "img0000_pair1.jpg" and saved.read_bytes() == req.parts[0].image
 
 

@@ -13,13 +13,12 @@ import pandas as pd
 import pytest
 
 from support.evaluation import SummaryContext
-from support.evaluations.nyu_distance.spec import NyuSettings
+from support.evaluations.nyu_distance.spec import NyuSettings, data_label
 from support.evaluations.nyu_distance.summary import (
     HEADLINE,
     METRICS,
     abs_error,
     by_distance,
-    data_label,
     headline,
     median_interval,
     pair_counts,

@@ -19,6 +19,7 @@ from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 from support.evaluation import SummaryContext
 from support.evaluations.pgt import source_metrics as sm
+from support.evaluations.pgt import spec
 from support.evaluations.pgt import summary as s
 from support.evaluations.pgt.answers import AI, REAL
 from support.evaluations.pgt.phrases import MODES
@@ -440,7 +441,7 @@ def test_write_outputs_writeup_files(tmp_path: Path, figures: list[dict]) -> Non
     outs = [pgt(r, lab, p) for r, lab, p in ((2, AI, AI), (0, REAL, AI), (1, AI, N))]
     outs.append(pgt(3, REAL, None, error="boom"))
     run = _run(tmp_path, "writeup")
-    ctx = SummaryContext(run, PgtSettings())
+    ctx = SummaryContext(run, PgtSettings(), data_label=spec.data_label(run))
     table = s.summarize(outs, ctx)
     written = s.write_outputs(outs, table, tmp_path / "out", ctx)
     folder = tmp_path / "results" / "pgt" / "d" / "m" / "baseline"
@@ -525,11 +526,11 @@ def test_write_outputs_without_outcomes_draws_nothing(tmp_path: Path, figures: l
 
 
 def test_data_label_and_report_text(tmp_path: Path) -> None:
-    assert "synthetic sample" in s.data_label(RunSettings())
+    assert "synthetic sample" in spec.data_label(RunSettings())
     real = RunSettings(evaluations={"pgt": PgtSettings(dataset="df40", csv=tmp_path / "a.csv")})
-    assert s.data_label(real) is None
+    assert spec.data_label(real) is None
     named = RunSettings(evaluations={"pgt": PgtSettings(dataset="df40")})
-    assert s.data_label(named) is None
+    assert spec.data_label(named) is None
     table = s.summarize(outcomes_of_a_run()[:6], SummaryContext.of(n_resamples=0))
     empty = pd.DataFrame(columns=[*s.COMBINATION, "generator", "recall", "recall_lo",
                                   "recall_hi", "n"])  # fmt: skip

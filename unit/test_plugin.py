@@ -196,10 +196,11 @@ def test_junit_and_html_carry_cases_and_metrics(run, tmp_path):
 
 FLAKY_PLUGIN = '''
 import os
-from support.backends.base import Backend, BackendError
+from support.backends.base import Backend, BackendError, register_provider
 from support.backends.reference import OracleBackend
 from support.types import Response
 
+@register_provider
 class Flaky(Backend):
     """Oracle answers, except liver questions fail while FLAKY_FAIL is set."""
     provider, kind = "flaky", "api"
@@ -238,8 +239,10 @@ def test_backend_errors_fail_the_case_are_reported_and_not_cached(run, pytester,
 
 PEAK_PLUGIN = '''
 import asyncio, os
+from support.backends.base import register_provider
 from support.backends.reference import OracleBackend
 
+@register_provider
 class Peak(OracleBackend):
     """Oracle answers once 8 requests are in flight (or after 0.5 s, so a run that sends one at
     a time still ends); writes the peak number of requests in flight per process. Waiting for the

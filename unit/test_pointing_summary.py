@@ -23,11 +23,10 @@ from PIL import Image
 from support.evaluation import SummaryContext
 from support.evaluations.pointing import summary as pointing_summary
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
-from support.evaluations.pointing.spec import PointingSettings
+from support.evaluations.pointing.spec import PointingSettings, data_label
 from support.evaluations.pointing.summary import (
     COMPARISONS,
     case_counts,
-    data_label,
     gated_correct,
     headline,
     macro_case_counts,
@@ -713,7 +712,7 @@ def test_write_source_files(tmp_path: Path) -> None:
 
 def test_write_outputs(tmp_path: Path) -> None:
     outs = frame(0) + frame(1)
-    ctx = SummaryContext.of(n_resamples=0, compat="source")
+    ctx = SummaryContext.of(n_resamples=0, compat="source", data_label=data_label(RunSettings()))
     s = summarize(outs, ctx)
     paths = write_outputs(outs, s, tmp_path, ctx)
     assert paths == [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.backends import registry
-from support.backends.base import Backend
+from support.backends.base import Backend, register_provider
 from support.backends.registry import (
     BackendOptions,
     ModelSpec,
@@ -367,7 +367,7 @@ def test_importing_the_registry_loads_no_plugin(tmp_path, monkeypatch):
 
 
 def test_a_provider_is_one_class_its_traits_read_without_building(monkeypatch):
-    """Defining a Backend subclass with `provider` set is the whole registration: the name
+    """A Backend subclass with `provider` set, decorated, is the whole registration: the name
     resolves, its kind, key, extra, prefill and box convention come from the class, and only
     `--model` building calls `create`."""
     from support.backends import base
@@ -375,6 +375,7 @@ def test_a_provider_is_one_class_its_traits_read_without_building(monkeypatch):
     monkeypatch.setattr(base, "_providers", dict(base._providers))  # forget it afterwards
     built = []
 
+    @register_provider
     class Echo(Backend):
         provider = "echo-test"
         kind = "api"
@@ -409,7 +410,11 @@ def test_a_provider_is_one_class_its_traits_read_without_building(monkeypatch):
     assert create_backend("echo-test:m1").name == "echo-test:m1"
     assert built == [("echo-test:m1", "m1")]
     with pytest.raises(TypeError, match="kind 'gpu' is not one of"):
-        type("Bad", (Backend,), {"provider": "bad-test", "kind": "gpu"})
+        register_provider(type("Bad", (Backend,), {"provider": "bad-test", "kind": "gpu"}))
+    with pytest.raises(TypeError, match=r"provider 'openai' is .*OpenAIChatBackend's already"):
+        register_provider(type("Mine", (Backend,), {"provider": "openai"}))  # no hijack
+    assert registry.provider_class("openai").__name__ == "OpenAIChatBackend"
+    assert "echo-test:<model-id>" in known_names()
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from api_runs import api_env, run_evaluation
 
-from support.backends import keys as api_keys
+from support import secrets as api_keys
 from support.backends.base import BackendError
-from support.backends.keys import redact, register_url
 from support.backends.redacted_logs import install_log_redaction
 from support.backends.registry import BackendOptions, availability, create_backend
+from support.secrets import redact, register_url
 from support.testing.loopback import LoopbackServer
 from support.types import Part, Request
 

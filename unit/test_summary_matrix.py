@@ -193,7 +193,7 @@ def test_mixes_hold_what_they_say(outcomes) -> None:
 @pytest.mark.parametrize("mix", MIXES)
 @pytest.mark.parametrize("name", EVALUATIONS)
 def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str) -> None:
-    from support.comparisons.pairing import evaluation_comparisons, report_section
+    from support.comparisons.pairing import report_section
     from support.files import write_csv, write_jsonl
     from support.tables import calls_table, markdown_table, usage_table, with_intervals
 
@@ -203,7 +203,7 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
     module = evaluations.spec(name).summary_module()
     outs = sorted(outs, key=lambda o: (o.model, o.case_id))
     files = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
-    ctx = SummaryContext(replace(run, bootstrap=RESAMPLES, seed=0), run.evaluations.get(name))
+    ctx = evaluations.spec(name).summary_context(replace(run, bootstrap=RESAMPLES, seed=0))
     summary = module.summarize(outs, ctx)
     head = module.headline(summary)
     metrics = [c for c in head.columns if f"{c}_lo" in head.columns]
@@ -214,7 +214,7 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
         write_csv(calls_table(outs), out_dir / "calls.csv"),
         *module.write_outputs(outs, summary, out_dir, ctx),
     ]
-    compared = evaluation_comparisons(name, module, outs, run.compare, RESAMPLES, 0)
+    compared = module.compared(name, outs, run.compare, RESAMPLES, 0)
     section = ""
     if compared is not None:
         table, notes = compared
@@ -229,7 +229,7 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
         assert len(summary) >= 1
         assert set(summary["model"]) == {o.model for o in outs}
     # the data is the synthetic sample here, and the report says so at its top (issue 24, item 9)
-    label = module.data_label(run)
+    label = ctx.data_label  # the spec's data_label(run)
     assert label and ("synthetic" in label or "procedural" in label)
     head = report.splitlines()[:4]
     assert "synthetic" in head[0] and any(label in line for line in head), head
@@ -258,12 +258,14 @@ def real_settings(name: str, tmp_path: Path) -> object:
 def test_data_label_is_none_on_real_data_and_the_report_says_nothing(
     tmp_path: Path, name: str
 ) -> None:
-    module = evaluations.spec(name).summary_module()
+    spec = evaluations.spec(name)
+    module = spec.summary_module()
     synthetic = RunSettings(results_dir=tmp_path / "results", run_id="r")
-    assert module.data_label(synthetic)  # no data option: the synthetic sample
+    assert spec.data_label(synthetic)  # no data option: the synthetic sample
     run = replace(synthetic, evaluations={name: real_settings(name, tmp_path)})
-    assert module.data_label(run) is None
-    ctx = SummaryContext(replace(run, bootstrap=0), run.evaluations[name])
+    assert spec.data_label(run) is None
+    ctx = spec.summary_context(replace(run, bootstrap=0))
+    assert ctx.data_label is None
     summary = module.summarize([], ctx)
     module.write_outputs([], summary, tmp_path / "out", ctx)
     report = ctx.report.text()

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from support.evaluation import SummaryContext
+from support.evaluations.surgvqa import spec
 from support.evaluations.surgvqa import summary as s
 from support.evaluations.surgvqa.coco import evaluate
 from support.evaluations.surgvqa.spec import SurgvqaSettings
@@ -262,7 +263,8 @@ def test_headline_one_row_per_model_counting_questions_and_frames_apart() -> Non
 def test_write_outputs_per_model(tmp_path: Path) -> None:
     outs = vqa_outcomes() + tool_outcomes() + [vqa(9, 0.5, 1, model="hf:/x y")]
     outs.append(vqa(8, 0.5, 1, model="z", error=True))  # a model with errors only: no folder
-    ctx = SummaryContext(RunSettings(bootstrap=0), SurgvqaSettings())
+    run = RunSettings(bootstrap=0)
+    ctx = SummaryContext(run, SurgvqaSettings(), data_label=spec.data_label(run))
     written = s.write_outputs(outs, s.summarize(outs, ctx), tmp_path, ctx)
     assert s.model_dir(tmp_path, "hf:/x y") == tmp_path / "by_model" / "hf_x_y"
     assert written == [
@@ -288,9 +290,9 @@ def test_write_outputs_per_model(tmp_path: Path) -> None:
 
 
 def test_data_label_and_report_without_class_rows() -> None:
-    assert "synthetic sample" in s.data_label(RunSettings())
+    assert "synthetic sample" in spec.data_label(RunSettings())
     real = RunSettings(evaluations={"surgvqa": SurgvqaSettings(root="/data/surgvu")})
-    assert s.data_label(real) is None
+    assert spec.data_label(real) is None
     table = s.summarize(vqa_outcomes(), SummaryContext.of(n_resamples=0))
     text = s.report_text(table)
     assert "AP per tool class" not in text and "## By category and question kind" in text

@@ -1,5 +1,6 @@
-"""The end-of-run terminal summary (reports/terminal.py, reports/plugin.py): brief by default,
-every failure named with a way to rerun it; one broken summary never costs another evaluation."""
+"""The end-of-run terminal summary (reports/terminal.py, reports/terminal_summary.py): brief by
+default, every failure named with a way to rerun it; one broken summary never costs another
+evaluation."""
 
 from __future__ import annotations
 

@@ -25,9 +25,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend
-from support.backends.base import NATIVE_PREFILL
+from support.backends.base import NATIVE_PREFILL, register_provider
+from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
-from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -116,6 +116,7 @@ def anthropic_retryable(exc: BaseException) -> bool:
     )
 
 
+@register_provider
 class AnthropicBackend(ApiBackend):
     """Messages API through `anthropic.AsyncAnthropic`."""
 

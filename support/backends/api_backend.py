@@ -36,10 +36,10 @@ from support.backends.base import (
     BackendUnavailable,
     missing_module,
 )
-from support.backends.keys import PLACEHOLDER_KEY, register_secret, register_url, url_credentials
 from support.backends.redacted_logs import install_log_redaction
 from support.backends.retry import backend_error, call_with_retry
 from support.concurrency import retry_after_s
+from support.secrets import PLACEHOLDER_KEY, register_secret, register_url, url_credentials
 from support.types import Request, Response, Usage
 
 SENT_AT = "vlmbench_sent_at"  # an httpx request extension: time.monotonic() when sent
@@ -159,8 +159,8 @@ class ApiBackend(Backend):
         return guarded_client_args(self.timeout_s, limits)
 
     async def start(self) -> None:
-        """The SDK imported and its client made before the first request (the openai SDK takes
-        ~0.4 s to import alone, three times that beside the cases' image work)."""
+        """The SDK imported and its client made before the first request (its import time:
+        benchmarks/README.md)."""
         self._get_client()
 
     async def _sdk(self, call: Callable[[], Awaitable[Any]]) -> Any:

@@ -1,7 +1,7 @@
 """The backend protocol every model provider implements, what a provider is, and its errors.
 
-A provider is a Backend subclass that sets `provider` (the prefix of `provider:model-id` names):
-defining the class registers it (`Backend.__init_subclass__`), and its class attributes say what
+A provider is a Backend subclass that sets `provider` (the prefix of `provider:model-id` names)
+and registers itself with the `register_provider` class decorator; its class attributes say what
 it is before anything is built: its kind, the variables holding its key, the modules it needs
 and the extra installing them, how a prefill reaches its model, how its models write a box. The
 model registry (registry.py) reads these traits from the class; nothing else keys on a
@@ -15,9 +15,9 @@ import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from support.backends.keys import watch_variables
+from support.secrets import watch_variables
 from support.types import Request, Response
 
 
@@ -91,21 +91,13 @@ class Backend:
     default_concurrency: int = 8
 
     # -- what the provider is (class traits, read without building anything) ---------------------
-    provider: ClassVar[str] = ""  # the prefix of `provider:model-id`; set: the class registers
+    provider: ClassVar[str] = ""  # the prefix of `provider:model-id` (register_provider)
     kind: ClassVar[str] = "reference"  # one of KINDS: what its models need
     key_env: ClassVar[tuple[str, ...]] = ()  # variables holding its key, in order of preference
     key_optional: ClassVar[bool] = False  # a missing key is no reason it cannot run
     needs: ClassVar[tuple[str, ...]] = ()  # modules it imports when built (found, not imported)
     extra: ClassVar[str] = ""  # the pyproject.toml extra that installs `needs`
     prefill: ClassVar[str] = REQUEST_PREFILL  # NATIVE_PREFILL, a fallback, or REQUEST_PREFILL
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.kind not in KINDS:
-            raise TypeError(f"{cls.__name__}.kind {cls.kind!r} is not one of {KINDS}")
-        watch_variables(cls.key_env)  # redact() removes their values wherever they appear
-        if cls.__dict__.get("provider"):
-            _providers[cls.provider] = cls
 
     @classmethod
     def box_convention(cls, model_id: str) -> str:
@@ -169,9 +161,32 @@ class Backend:
         """Release connections or engines; the default holds none."""
 
 
+B = TypeVar("B", bound=type[Backend])
+
+
+def register_provider(cls: B) -> B:
+    """Class decorator: `cls` serves `provider:model-id` names (`cls.provider`), and `redact`
+    watches its key variables. TypeError for a kind not in KINDS, a missing prefix, or a prefix
+    another class holds (the same class defined again, a module imported anew, replaces it)."""
+    if not cls.provider or ":" in cls.provider:
+        raise TypeError(f"{cls.__name__}.provider must be a prefix without ':'")
+    if cls.kind not in KINDS:
+        raise TypeError(f"{cls.__name__}.kind {cls.kind!r} is not one of {KINDS}")
+    held = _providers.get(cls.provider)
+    if held is not None and _where(held) != _where(cls):
+        raise TypeError(f"provider {cls.provider!r} is {_where(held)}'s already: {_where(cls)}")
+    watch_variables(cls.key_env)  # redact() removes their values wherever they appear
+    _providers[cls.provider] = cls
+    return cls
+
+
+def _where(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def provider_class(provider: str) -> type[Backend] | None:
     """The registered class of `provider` (a prefix), or None. Registration happens when the
-    class is defined: registry.py imports the suite's provider modules first."""
+    class is defined (`register_provider`): registry.py imports the suite's provider modules."""
     return _providers.get(provider)
 
 

@@ -23,9 +23,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import ApiBackend
-from support.backends.base import BackendError
+from support.backends.base import BackendError, register_provider
+from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, is_malformed
-from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -147,6 +147,7 @@ def gemini_retryable(exc: BaseException) -> bool:
     return isinstance(exc, conn) and not isinstance(exc, timeouts)
 
 
+@register_provider
 class GeminiBackend(ApiBackend):
     """generateContent through `google.genai.Client(...).aio`."""
 

@@ -34,8 +34,8 @@ from typing import Any
 import anyio
 import httpx2
 
-from support.backends.keys import redact
 from support.backends.retry import GuardFailure
+from support.secrets import redact
 
 MIB = 2**20
 # an answer's body: far past any chat answer (128k output tokens x n samples, JSON-escaped, are a

@@ -41,9 +41,10 @@ from support.backends.base import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
+    register_provider,
 )
+from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, is_malformed
-from support.batches import BatchLimits, BatchState, ListedBatch, creation_error
 from support.types import Part, Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -234,6 +235,7 @@ def compatible_key_hint(error: str) -> str:
     )
 
 
+@register_provider
 class OpenAIChatBackend(ApiBackend):
     """Chat Completions through `openai.AsyncOpenAI`."""
 
@@ -362,6 +364,7 @@ class OpenAIChatBackend(ApiBackend):
             await client.close()
 
 
+@register_provider
 class OpenAICompatibleBackend(OpenAIChatBackend):
     """An OpenAI-compatible server (`openai-compatible:`, e.g. `vllm serve`) at `--api-base`.
 

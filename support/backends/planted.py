@@ -23,7 +23,7 @@ from fnmatch import fnmatchcase
 
 import numpy as np
 
-from support.backends.base import Backend, BackendError, BackendOptions
+from support.backends.base import Backend, BackendError, BackendOptions, register_provider
 from support.backends.reference import REFERENCE_VERSION
 from support.types import Request, Response, Usage
 
@@ -93,6 +93,7 @@ def _differs(text: str, target: str) -> bool:
     return text.strip().casefold() != target.strip().casefold()
 
 
+@register_provider
 class PlantedBackend(Backend):
     """`planted:RULE`: the oracle's answer, except on requests the rule fails, which get a wrong
     answer: `answer_space.wrong(rng)` if the space has one, else the first of up to WRONG_DRAWS

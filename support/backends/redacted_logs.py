@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from support.backends.keys import redact
+from support.secrets import redact
 
 _installed = False
 

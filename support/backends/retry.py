@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from support.backends.base import BackendError
-from support.backends.keys import redact
+from support.secrets import redact
 
 T = TypeVar("T")
 

@@ -18,13 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from support.backends.base import Backend, BackendOptions
+from support.backends.base import Backend, BackendOptions, register_provider
 from support.types import Request, Response
 
 Script = Callable[[Request], str | list[str]]
 SYNTAX = "scripted:<module>:<function>, e.g. scripted:my_package.answers:reply"
 
 
+@register_provider
 class ScriptedBackend(Backend):
     """Answers with `script(request)` (a string, or one string per sample); counts its calls.
 

@@ -36,6 +36,7 @@ from support.backends.base import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
+    register_provider,
 )
 from support.backends.chat_template import render_prompt, request_images
 from support.backends.model_folder import checked_folder, revision_for
@@ -72,6 +73,7 @@ def resolve_device(name: str, device: str | None) -> str:
     return str(dev)
 
 
+@register_provider
 class TransformersBackend(Backend):
     """`AutoModelForImageTextToText.generate` over the requests the micro-batcher gathered."""
 

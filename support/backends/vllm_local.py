@@ -44,6 +44,7 @@ from support.backends.base import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
+    register_provider,
 )
 from support.types import Request, Response, Usage
 
@@ -117,6 +118,7 @@ def image_limit_error(name: str, request: Request, limit: int) -> str | None:
     )
 
 
+@register_provider
 class VLLMBackend(Backend):
     """Requests submitted one by one to vLLM's async engine (continuous batching)."""
 

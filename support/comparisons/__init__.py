@@ -1,3 +1,3 @@
 """Paired comparisons: stats.py (paired cluster bootstrap, McNemar, permutation, Holm, power),
-pairing.py (which outcomes pair; comparisons.csv of an evaluation), cli.py (two runs paired by
-case id: `python -m support.comparisons.stats RUN_A RUN_B`, `vlmbench-compare`)."""
+pairing.py (which outcomes pair; comparisons.csv of an evaluation). Two runs paired by case id:
+support/compare_runs.py (`vlmbench-compare RUN_A RUN_B`), above the evaluations it reads."""

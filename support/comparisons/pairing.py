@@ -148,26 +148,6 @@ def comparison_table(
     return table[list(TABLE_COLUMNS)], notes
 
 
-def evaluation_comparisons(
-    name: str,
-    module: object,
-    outcomes: Sequence[Outcome],
-    requested: Sequence[tuple[str, str]],
-    n_resamples: int,
-    seed: int,
-) -> tuple[pd.DataFrame, list[str]] | None:
-    """An evaluation's comparison table: its summary module's own `comparisons(outcomes,
-    requested, n_resamples, seed)` if it has one, else `comparison_table` with its
-    `COMPARISONS`; None when it declares neither."""
-    own = getattr(module, "comparisons", None)
-    if callable(own):
-        return own(outcomes, requested, n_resamples, seed)
-    spec = getattr(module, "COMPARISONS", None)
-    if spec is None:
-        return None
-    return comparison_table(name, outcomes, spec, requested, n_resamples, seed)
-
-
 def p_text(p: float) -> str:
     """A p-value for people: 4 decimals, `<0.0001` below, `—` when undefined."""
     if p is None or p != p:

@@ -296,3 +296,13 @@ def assemble(
         xyz = xyz + np.asarray(obj["position"], float)
         parts.append(np.hstack([xyz, cloud[:, 3:6].astype(np.float64)]))
     return np.vstack(parts) if parts else np.zeros((0, 6), np.float64)
+
+
+def build_scene(
+    layout: Mapping, assignment: Mapping[str, str], assets: Mapping[str, Asset]
+) -> np.ndarray:
+    """The (N, 6) float64 scene of a task (every point of every object, as AnyPoint saves it)."""
+    missing = sorted(set(assignment.values()) - set(assets))
+    if missing:
+        raise KeyError(f"layout {layout.get('id')!r}: objects {missing} are not in the asset set")
+    return assemble(layout, {name: assets[oid] for name, oid in assignment.items()})

@@ -123,6 +123,22 @@ def data_files(settings: DynamicSettings, run: RunSettings) -> list[Path]:
     return [asset_folder(settings, run)]
 
 
+def data_label(run: RunSettings) -> str | None:
+    """What the objects are when they are not AnyPoint's (no --dynamic-data: the procedural
+    set); None for a real objects folder."""
+    settings = run.evaluations.get("dynamic") or DynamicSettings()
+    if settings.data:
+        return None
+    return "procedural objects (support/evaluations/dynamic/assets.py; not AnyPoint's objects)"
+
+
+def open_data(settings: DynamicSettings | None, run: RunSettings) -> Any:
+    """The objects read again, by id (the summary rebuilds the failed tasks' scenes from them)."""
+    from support.evaluations.dynamic.assets import read_assets
+
+    return read_assets(asset_folder(settings or DynamicSettings(), run))
+
+
 SPEC = EvaluationSpec(
     name="dynamic",
     title="dynamic (AnyPoint: a budgeted search for a model's failures on generated 3D scenes)",
@@ -193,5 +209,7 @@ SPEC = EvaluationSpec(
     ),
     configure=configure,
     data_files=data_files,
+    data_label=data_label,
+    open_data=open_data,
     prompt_modules=("support.evaluations.dynamic.prompts",),
 )

@@ -45,14 +45,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.evaluation import SummaryContext
-from support.evaluations.dynamic.assets import Asset, read_assets
+from support.evaluations.dynamic.assets import Asset
 from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category
-from support.evaluations.dynamic.spec import DynamicSettings, asset_folder
-from support.evaluations.dynamic.task import build_scene
+from support.evaluations.dynamic.scenes import build_scene
+from support.evaluations.dynamic.spec import DynamicSettings
 from support.files import atomic_write, atomic_write_text, file_name
 from support.reporting import save_figure
-from support.settings import RunSettings
+from support.summary_contract import SummaryContext
 from support.tables import markdown_table, report_head
 from support.types import Outcome
 
@@ -289,10 +288,10 @@ def write_outputs(
         atomic_write_text(path, _json_text(results_json(tasks, settings, lam)))
         written.append(path)
         if any(o.status != "correct" for o in tasks):
-            assets = assets if assets is not None else read_assets(asset_folder(settings, ctx.run))
+            assets = assets if assets is not None else ctx.open_data()
             written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
     plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png")
-    ctx.report.add(report_text(summary, plot, data_label(ctx.run)))
+    ctx.report.add(report_text(summary, plot, ctx.data_label))
     return [*written, *([plot] if plot else [])]
 
 
@@ -331,15 +330,6 @@ def plot_cumulative_errors(outcomes: list[Outcome], path: Path) -> Path | None:
     axes[0][0].set_ylabel("errors found")
     fig.tight_layout()
     return save_figure(fig, path, dpi=110)
-
-
-def data_label(run: RunSettings) -> str | None:
-    """What the objects are when they are not AnyPoint's (no --dynamic-data: the procedural
-    set); None for a real objects folder."""
-    settings = run.evaluations.get("dynamic") or DynamicSettings()
-    if settings.data:
-        return None
-    return "procedural objects (support/evaluations/dynamic/assets.py; not AnyPoint's objects)"
 
 
 def report_text(summary: pd.DataFrame, plot: Path | None, data: str | None = None) -> str:

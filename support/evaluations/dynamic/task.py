@@ -32,7 +32,7 @@ from support.evaluations.dynamic.embedder import Embedder, load_embedder
 from support.evaluations.dynamic.prompts import OptionSpace, letters
 from support.evaluations.dynamic.questions import Task, evaluator_category
 from support.evaluations.dynamic.render import render
-from support.evaluations.dynamic.scenes import assemble, read_layouts
+from support.evaluations.dynamic.scenes import build_scene, read_layouts
 from support.evaluations.dynamic.search import Search, SearchConfig
 from support.evaluations.dynamic.spec import (
     IMAGE_SIZE,
@@ -42,10 +42,11 @@ from support.evaluations.dynamic.spec import (
     format_lambda,
 )
 from support.evaluations.dynamic.vectors import StoredEmbedder, store_path
+from support.images import encode_image
 from support.memo import OnceCache
 from support.reporting import fit_picture, picture_jpeg
 from support.settings import RunSettings
-from support.types import Case, Outcome, Part, Request, Verdict, encode_image
+from support.types import Case, Outcome, Part, Request, Verdict
 
 LAYOUTS_FILE = "layouts.json"
 MAX_TOKENS = 128  # a letter, or a short sentence around it
@@ -64,16 +65,6 @@ def scene_key(task: Task) -> str:
     """sha256 of what makes the scene: the layout and which object stands in each place."""
     text = json.dumps([task.layout, sorted(task.assignment.items())], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def build_scene(
-    layout: Mapping, assignment: Mapping[str, str], assets: Mapping[str, Asset]
-) -> np.ndarray:
-    """The (N, 6) float64 scene of a task (every point of every object, as AnyPoint saves it)."""
-    missing = sorted(set(assignment.values()) - set(assets))
-    if missing:
-        raise KeyError(f"layout {layout.get('id')!r}: objects {missing} are not in the asset set")
-    return assemble(layout, {name: assets[oid] for name, oid in assignment.items()})
 
 
 def drawn(scene: np.ndarray) -> np.ndarray:

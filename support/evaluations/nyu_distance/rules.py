@@ -53,15 +53,15 @@ class NyuRules:
 
 
 def _cross(draw: ImageDraw.ImageDraw, point, colour, label: str) -> None:
-    """task.draw_cross: white-outlined, labelled in 18 px."""
-    from support.evaluations.nyu_distance.task import draw_cross
+    """crosses.draw_cross: white-outlined, labelled in 18 px."""
+    from support.evaluations.nyu_distance.crosses import draw_cross
 
     draw_cross(draw, point, colour, label)
 
 
 def _cross_source(draw: ImageDraw.ImageDraw, point, colour, label: str) -> None:
-    """task.draw_cross_source: the original's mark."""
-    from support.evaluations.nyu_distance.task import draw_cross_source
+    """crosses.draw_cross_source: the original's mark."""
+    from support.evaluations.nyu_distance.crosses import draw_cross_source
 
     draw_cross_source(draw, point, colour, label)
 

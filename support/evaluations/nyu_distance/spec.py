@@ -80,6 +80,33 @@ def data_files(settings: NyuSettings, run: RunSettings) -> list[Path]:
     return [ensure_nyu_mat(run.cache_dir)]  # built by the run already: returned as is
 
 
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not the real NYU Depth V2 (no --nyu-mat or --nyu-dir: the
+    synthetic sample); None for the real data."""
+    settings = run.evaluations.get("nyu_distance") or NyuSettings()
+    if settings.mat or settings.folder:
+        return None
+    where = "support/evaluations/nyu_distance/synthetic.py"
+    return f"synthetic sample ({where}; not the real NYU Depth V2)"
+
+
+def open_nyu(settings: NyuSettings, cache_dir: str | Path) -> Any:
+    """The images and depths (a NyuFolder or a NyuMat): --nyu-dir, --nyu-mat, or the synthetic
+    sample (built in `cache_dir` on first use)."""
+    from support.evaluations.nyu_distance.folder import NyuFolder
+    from support.evaluations.nyu_distance.mat import NyuMat
+    from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
+
+    if settings.folder:
+        return NyuFolder(settings.folder)
+    return NyuMat(settings.mat or ensure_nyu_mat(cache_dir))
+
+
+def open_data(settings: NyuSettings | None, run: RunSettings) -> Any:
+    """The images and depths opened again (the summary draws the marked images from them)."""
+    return open_nyu(settings or NyuSettings(), run.cache_dir)
+
+
 SPEC = EvaluationSpec(
     name="nyu_distance",
     title="nyu_distance (NYU Depth V2 3D distance between two marked points)",
@@ -111,5 +138,7 @@ SPEC = EvaluationSpec(
     ),
     configure=configure,
     data_files=data_files,
+    data_label=data_label,
+    open_data=open_data,
     prompt_modules=("support.evaluations.nyu_distance.prompts",),
 )

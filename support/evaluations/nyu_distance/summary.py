@@ -30,11 +30,10 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons
-from support.evaluation import SummaryContext
 from support.files import atomic_write
 from support.metrics import cluster_resample, safe_ratio, summarize_groups
 from support.reporting import interval_columns, save_figure
-from support.settings import RunSettings
+from support.summary_contract import SummaryContext
 from support.tables import fmt
 from support.types import Outcome
 
@@ -214,18 +213,6 @@ def by_distance(outcomes: list[Outcome]) -> pd.DataFrame:
     return table.reset_index()
 
 
-def data_label(run: RunSettings) -> str | None:
-    """What the data is when it is not the real NYU Depth V2 (no --nyu-mat or --nyu-dir: the
-    synthetic sample); None for the real data."""
-    from support.evaluations.nyu_distance.spec import NyuSettings
-
-    settings = run.evaluations.get("nyu_distance") or NyuSettings()
-    if settings.mat or settings.folder:
-        return None
-    where = "support/evaluations/nyu_distance/synthetic.py"
-    return f"synthetic sample ({where}; not the real NYU Depth V2)"
-
-
 def report_text(summary: pd.DataFrame, outcomes: list[Outcome], data: str | None = None) -> str:
     """report.md: what the data is, what is measured, the overall table with intervals, MAE by
     true distance."""
@@ -300,18 +287,19 @@ def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path)
     return save_figure(fig, path, dpi=110)
 
 
-def write_marked_images(outcomes: list[Outcome], run: RunSettings, folder: Path) -> list[Path]:
+def write_marked_images(outcomes: list[Outcome], ctx: SummaryContext, folder: Path) -> list[Path]:
     """marked_images/img0000_pair0.jpg: what the model saw, one per pair, drawn again here on
-    the controller from the outcomes' pairs (workers write no files)."""
+    the controller from the outcomes' pairs and the data reopened (`ctx.open_data()`; workers
+    write no files)."""
     from support.evaluations.nyu_distance.folder import NyuFolderError
+    from support.evaluations.nyu_distance.marks import marked_jpeg, marked_name, pair_of
     from support.evaluations.nyu_distance.mat import NyuMatError
     from support.evaluations.nyu_distance.spec import NyuSettings
-    from support.evaluations.nyu_distance.task import marked_jpeg, marked_name, open_data, pair_of
 
     if not outcomes:  # nothing to draw: the data is not opened
         return []
-    settings = run.evaluations.get("nyu_distance") or NyuSettings()
-    mat = open_data(settings, run.cache_dir)
+    settings = ctx.settings or NyuSettings()
+    mat = ctx.open_data()
     pairs = {(o.params["image_idx"], o.params["pair_idx"]): o.params for o in outcomes}
     paths = []
     for image_idx in sorted({i for i, _ in pairs}):
@@ -332,10 +320,10 @@ def write_outputs(
 ) -> list[Path]:
     """The source's nyu_distance_results.json and marked images, report.md's part and the
     prediction-vs-truth plot (none without outcomes)."""
-    ctx.report.add(report_text(summary, outcomes, data_label(ctx.run)))
+    ctx.report.add(report_text(summary, outcomes, ctx.data_label))
     plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png")
     return [
         write_results_json(outcomes, out_dir / "nyu_distance_results.json", ctx.compat),
         *([plot] if plot else []),
-        *write_marked_images(outcomes, ctx.run, out_dir / "marked_images"),
+        *write_marked_images(outcomes, ctx, out_dir / "marked_images"),
     ]

@@ -28,21 +28,20 @@ from PIL import Image, ImageDraw, ImageFont
 
 from support.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.nyu_distance.folder import NyuFolder, NyuFolderError
+from support.evaluations.nyu_distance.marks import marked_jpeg, pair_of
 from support.evaluations.nyu_distance.mat import NyuMat, NyuMatError
 from support.evaluations.nyu_distance.pairs import MIN_DEPTH_DIFF, MIN_SEPARATION, PointPair
 from support.evaluations.nyu_distance.parser import DistanceAnswer, format_distance
-from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
-from support.evaluations.nyu_distance.spec import NyuSettings
-from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
+from support.evaluations.nyu_distance.rules import WRITEUP, NyuRules
+from support.evaluations.nyu_distance.spec import NyuSettings, open_nyu
 from support.images import decode_image
 from support.memo import OnceCache
 from support.reporting import fit_picture, picture_jpeg
-from support.settings import Compat, RunSettings
-from support.types import Case, Outcome, Part, Request, Verdict, encode_image
+from support.settings import RunSettings
+from support.types import Case, Outcome, Part, Request, Verdict
 
 DELTA_THRESHOLD = 1.25  # `correct` when max(pred/gt, gt/pred) < this
 SHOWN_IMAGES = 10  # image numbers named in a message, at most
-RED, BLUE = (255, 0, 0), (0, 0, 255)
 
 
 @dataclass(frozen=True)
@@ -61,49 +60,6 @@ def delta_ratio(pred: float, gt: float) -> float:
     if pred <= 0 or gt <= 0:
         return math.inf
     return max(pred / gt, gt / pred)
-
-
-def draw_cross(draw: ImageDraw.ImageDraw, point, colour, label: str, arm: int = 10) -> None:
-    """A cross of the colour centred on pixel (u, v) = (column, row), white-outlined, labelled."""
-    u, v = point
-    for width, fill in ((7, (255, 255, 255)), (3, colour)):
-        draw.line([(u - arm, v), (u + arm, v)], fill=fill, width=width)
-        draw.line([(u, v - arm), (u, v + arm)], fill=fill, width=width)
-    font = ImageFont.load_default(size=18)
-    draw.text((u + arm + 3, v - arm - 16), label, fill=colour, font=font, stroke_width=2,
-              stroke_fill=(255, 255, 255))  # fmt: skip
-
-
-def draw_cross_source(draw: ImageDraw.ImageDraw, point, colour, label: str, arm: int = 10) -> None:
-    """The original's mark: a 3-px cross with `arm` px arms, the label in PIL's default font 15 px
-    right of and 15 px above the centre, no outline."""
-    u, v = point
-    draw.line([(u - arm, v), (u + arm, v)], fill=colour, width=3)
-    draw.line([(u, v - arm), (u, v + arm)], fill=colour, width=3)
-    draw.text((u + 15, v - 15), label, fill=colour)
-
-
-def mark_pair(rgb: np.ndarray, pair: PointPair, rules: NyuRules = WRITEUP) -> Image.Image:
-    """The (480, 640, 3) RGB image with a red cross at A (point1) and a blue one at B (point2),
-    drawn by the profile's rule."""
-    image = Image.fromarray(rgb).convert("RGB")
-    draw = ImageDraw.Draw(image)
-    rules.cross(draw, pair.point1, RED, "A")
-    rules.cross(draw, pair.point2, BLUE, "B")
-    return image
-
-
-def marked_jpeg(rgb: np.ndarray, pair: PointPair, compat: Compat = "writeup") -> bytes:
-    """What the model sees under the `compat` profile: the marked image as JPEG bytes."""
-    rules = PROFILES[compat]
-    return encode_image(mark_pair(rgb, pair, rules), "JPEG", quality=rules.jpeg_quality)
-
-
-def open_data(settings: NyuSettings, cache_dir) -> NyuMat | NyuFolder:
-    """The images and depths: --nyu-dir, --nyu-mat, or the synthetic sample."""
-    if settings.folder:
-        return NyuFolder(settings.folder)
-    return NyuMat(settings.mat or ensure_nyu_mat(cache_dir))
 
 
 class NyuDataWarning(UserWarning):
@@ -148,17 +104,6 @@ def check_pairs(
     )
 
 
-def marked_name(image_idx: int, pair_idx: int) -> str:
-    """img0000_pair0.jpg, as the source names its marked images."""
-    return f"img{image_idx:04d}_pair{pair_idx}.jpg"
-
-
-def pair_of(params: dict) -> PointPair:
-    """The case's point pair from its params."""
-    return PointPair(tuple(params["point1"]), tuple(params["point2"]), params["depth1"],
-                     params["depth2"])  # fmt: skip
-
-
 class NyuDistanceEvaluation(Evaluation):
     """Worker side: data, pairs, requests, scoring. Controller side:
     support.evaluations.nyu_distance.summary."""
@@ -180,7 +125,7 @@ class NyuDistanceEvaluation(Evaluation):
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
     def load(cls, run: RunSettings, settings: NyuSettings) -> NyuDistanceEvaluation:
-        mat = open_data(settings, run.cache_dir)
+        mat: NyuMat | NyuFolder = open_nyu(settings, run.cache_dir)
         k, rules = settings.pairs_per_image, settings.rules
         grids, pairs = rules.sample(
             mat.depth_at, len(mat), k, run.samples, run.seed, settings.source_images

@@ -51,7 +51,8 @@ def _no_params(position: int) -> dict[str, Any]:
 
 
 def _source_params(position: int) -> dict[str, Any]:
-    """The profile and the image's place in the source's order (the summary reads both)."""
+    """The profile (recorded in raw_results.jsonl; the summary reads `ctx.compat`) and the
+    image's place in the source's order (the summary sorts the source's files by it)."""
     return {"compat": "source", "order": position}
 
 

@@ -191,6 +191,15 @@ def data_files(settings: PgtSettings, run: RunSettings) -> list[Path]:
     return [settings.csv, *(Path(ex.image) for ex in dataset.examples)]
 
 
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not a real dataset (no --pgt-dataset: the synthetic sample);
+    None for a registered dataset or a CSV."""
+    settings = run.evaluations.get("pgt") or PgtSettings()
+    if settings.csv is not None or settings.dataset != SYNTHETIC:
+        return None
+    return "synthetic sample (support/evaluations/pgt/synthetic.py; not a real PGT dataset)"
+
+
 SPEC = EvaluationSpec(
     name="pgt",
     title="pgt (real vs AI-generated detection)",
@@ -250,5 +259,6 @@ SPEC = EvaluationSpec(
     ),
     configure=configure,
     data_files=data_files,
+    data_label=data_label,
     prompt_modules=("support.evaluations.pgt.phrases",),
 )

@@ -6,7 +6,7 @@ also the accuracy of the individual responses; and the recall per generator. An 
 (no response named a label) counts as the wrong label; backend errors are excluded and counted.
 Intervals: 95% bootstrap over images (percentile, support.metrics.cluster_bootstrap).
 
-`--compat source` (the cases carry `params["compat"] == "source"`): precision, recall and F1 are 0
+`--compat source` (`SummaryContext.compat`): precision, recall and F1 are 0
 where undefined, recall per generator counts AI images only and drops None votes, and each
 combination gets the source's files (support.evaluations.pgt.source_metrics).
 """
@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons
-from support.evaluation import SummaryContext
 from support.evaluations.pgt import source_metrics as sm
 from support.evaluations.pgt.answers import AI, REAL
 from support.evaluations.pgt.layout import log_dir, performance_name, result_dir
@@ -40,6 +39,7 @@ from support.metrics import (
 )
 from support.reporting import interval_columns
 from support.settings import RunSettings
+from support.summary_contract import SummaryContext
 from support.tables import markdown_table, report_head, with_intervals
 from support.types import Outcome
 
@@ -400,7 +400,7 @@ def write_outputs(
         ]
     recall_columns = [*COMBINATION, "generator", "recall", "recall_lo", "recall_hi", "n"]
     recall = pd.DataFrame(recall_rows, columns=recall_columns)  # a header even when empty
-    ctx.report.add(report_text(summary, recall, data_label(run)))
+    ctx.report.add(report_text(summary, recall, ctx.data_label))
     in_run = [write_csv(recall, out_dir / "generator_recall.csv")]
     # the source's figures, from this run's performance and reasoning files (the PNGs show in
     # the HTML report); a figure the data cannot make is skipped, its reason logged; none
@@ -488,17 +488,6 @@ def write_source_files(key: tuple, group: list[Outcome], run: RunSettings) -> li
 
 def _write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-
-
-def data_label(run: RunSettings) -> str | None:
-    """What the data is when it is not a real dataset (no --pgt-dataset: the synthetic sample);
-    None for a registered dataset or a CSV."""
-    from support.evaluations.pgt.spec import SYNTHETIC, PgtSettings
-
-    settings = run.evaluations.get("pgt") or PgtSettings()
-    if settings.csv is not None or settings.dataset != SYNTHETIC:
-        return None
-    return "synthetic sample (support/evaluations/pgt/synthetic.py; not a real PGT dataset)"
 
 
 def report_text(summary: pd.DataFrame, recall: pd.DataFrame, data: str | None = None) -> str:

@@ -184,7 +184,7 @@ class PgtEvaluation(Evaluation):
             "n": n,
             "label": ex.label,
             "generator": ex.generator,
-            **self.settings.rules.case_params(position),  # the summary reads the profile here
+            **self.settings.rules.case_params(position),  # the profile (recorded) and order
         }
         group = {
             "dataset": self.dataset.name,

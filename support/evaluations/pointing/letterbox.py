@@ -123,21 +123,6 @@ def letterbox(
     return out, box
 
 
-def point_in_mask(mask: np.ndarray, x: float, y: float) -> bool:
-    """Whether image point (x, y) image px falls in a True pixel of `mask` (H, W) bool.
-
-    Uses the pixel containing the point (floor of each coordinate); False outside the mask's bounds
-    or for non-finite coordinates.
-    """
-    if not (math.isfinite(x) and math.isfinite(y)):
-        return False
-    col, row = math.floor(x), math.floor(y)
-    h, w = mask.shape[:2]
-    if not (0 <= col < w and 0 <= row < h):
-        return False
-    return bool(mask[row, col])
-
-
 def interior_point(mask: np.ndarray) -> tuple[int, int] | None:
     """(x, y) = (col, row) image px of the mask's most interior pixel, or None if the mask is empty.
 
@@ -181,13 +166,3 @@ def canvas_values(values: np.ndarray, box: Letterbox, fill: int | float | bool =
         np.ix_(rows, cols)
     ]
     return out
-
-
-def canvas_mask(mask: np.ndarray, box: Letterbox) -> np.ndarray:
-    """(canvas_h, canvas_w) bool: canvas pixels whose centre maps (Letterbox.to_image_pixel) into
-    a True pixel of the image-space `mask` (src_h, src_w). Padding is False.
-
-    This is the mask as a model pointing at canvas pixels sees it: a canvas answer (x, y) is inside
-    the structure exactly when canvas_mask[y, x] is True.
-    """
-    return canvas_values(np.asarray(mask, dtype=bool), box, False)

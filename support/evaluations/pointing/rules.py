@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from support.evaluations.pointing.parser import (
     PointingAnswer,
@@ -36,7 +36,16 @@ from support.types import Part
 if TYPE_CHECKING:
     from support.evaluations.pointing.dataset import CholecSeg8k
     from support.evaluations.pointing.prepare import Prepared
-    from support.evaluations.pointing.task import PointingEvaluation
+
+
+class ExampleSource(Protocol):
+    """What a profile's `examples` asks of the evaluation (task.PointingEvaluation)."""
+
+    def writeup_examples(
+        self, plan: dict[str, list[int]], organ: int, condition: str
+    ) -> list[Example]: ...
+
+    def source_examples(self, plan: dict[str, list[int]], organ: int) -> list[Example]: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +53,7 @@ class PointingRules:
     """One profile's rules (see `WRITEUP` and `SOURCE` for each value)."""
 
     compat: Compat  # the profile's name, as --compat spells it
-    case_params: Mapping[str, str]  # added to every case's params (the summary reads "compat")
+    case_params: Mapping[str, str]  # added to every case's params (recorded, not read)
     # the test rows and few-shot plans, made from the data when --pointing-prepared is not given:
     # (data, the dataset's data_info folder, number of test rows) -> Prepared
     prepare: Callable[[CholecSeg8k, Path, int], Prepared]
@@ -53,7 +62,7 @@ class PointingRules:
     # hit by the original's test
     letterbox: bool
     # (evaluation, the condition's plan for the organ, organ id, condition) -> few-shot examples
-    examples: Callable[[PointingEvaluation, dict[str, list[int]], int, str], list[Example]]
+    examples: Callable[[ExampleSource, dict[str, list[int]], int, str], list[Example]]
     zero_shot: Callable[[str, Part], tuple[Part, ...]]  # (organ name, image) -> user turn
     few_shot: Callable[[str, Sequence[Example], Part], tuple[Part, ...]]  # with examples first
     temperature: Callable[[str], float]  # the model's provider -> temperature
@@ -77,14 +86,14 @@ def _prepare_source(ds: CholecSeg8k, folder: Path, n_test: int) -> Prepared:
 
 
 def _examples(
-    ev: PointingEvaluation, plan: dict[str, list[int]], organ: int, condition: str
+    ev: ExampleSource, plan: dict[str, list[int]], organ: int, condition: str
 ) -> list[Example]:
     """PointingEvaluation.writeup_examples."""
     return ev.writeup_examples(plan, organ, condition)
 
 
 def _source_examples(
-    ev: PointingEvaluation, plan: dict[str, list[int]], organ: int, condition: str
+    ev: ExampleSource, plan: dict[str, list[int]], organ: int, condition: str
 ) -> list[Example]:
     """PointingEvaluation.source_examples (the condition only picks the plan)."""
     return ev.source_examples(plan, organ)
@@ -107,7 +116,7 @@ WRITEUP = PointingRules(
 # the original's main script, eval_pointing_original_size.py
 SOURCE = PointingRules(
     compat="source",
-    case_params={"compat": "source"},  # the summary adds the original's metrics
+    case_params={"compat": "source"},  # recorded in raw_results.jsonl; the summary reads ctx.compat
     prepare=_prepare_source,  # presence at >= 50 px, seeds 42/43/45 (prepare_fewshot_examples.py)
     letterbox=False,  # the native frame, lossless, hit at int(canvas px) (pointing_metrics.py:277)
     # every positive showing the organ with the canvas-centre placeholder point, every easy and

@@ -116,6 +116,15 @@ def data_files(settings: PointingSettings, run: RunSettings) -> list[Path]:
     return found
 
 
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not the real CholecSeg8k (no --cholecseg8k: the synthetic
+    sample); None for the real data."""
+    settings = run.evaluations.get("pointing") or PointingSettings()
+    if settings.cholecseg8k:
+        return None
+    return "synthetic sample (support/evaluations/pointing/synthetic.py; not the real CholecSeg8k)"
+
+
 SPEC = EvaluationSpec(
     name="pointing",
     title="pointing (CholecSeg8k organ/tool presence and a point)",
@@ -140,6 +149,7 @@ SPEC = EvaluationSpec(
     ),
     configure=configure,
     data_files=data_files,
+    data_label=data_label,
     prompt_modules=("support.evaluations.pointing.prompts",),
     max_images=lambda settings: 4,  # few-shot: up to 3 examples (positive, easy, hard) + query
 )

@@ -6,7 +6,7 @@ present. Unparsable answers count as wrong presence predictions (a false negativ
 present, a false positive when absent); backend errors are excluded and counted in `n_error`.
 Intervals: 95% cluster bootstrap over videos (frames of one video are correlated).
 
-Under `--compat source` (outcomes whose params say so) the original's metrics are added
+Under `--compat source` (`SummaryContext.compat`) the original's metrics are added
 (eval/pointing_metrics.py:10-125, 170-232): `gated_accuracy` per organ and overall (a case counts
 as predicted present only when its point hits; gated accuracy = agreement of that with the truth,
 so a false "present" on an absent organ counts as correct there), and on the overall rows the
@@ -28,13 +28,12 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons
-from support.evaluation import SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
 from support.files import atomic_write_text, file_name
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
 from support.reporting import interval_columns, save_figure
-from support.settings import RunSettings
+from support.summary_contract import SummaryContext
 from support.types import Outcome
 
 METRICS = (
@@ -217,17 +216,6 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
         ("accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate", *extra)
     )
     return summary[summary["organ"] == ALL][cols].reset_index(drop=True)
-
-
-def data_label(run: RunSettings) -> str | None:
-    """What the data is when it is not the real CholecSeg8k (no --cholecseg8k: the synthetic
-    sample); None for the real data."""
-    from support.evaluations.pointing.spec import PointingSettings
-
-    settings = run.evaluations.get("pointing") or PointingSettings()
-    if settings.cholecseg8k:
-        return None
-    return "synthetic sample (support/evaluations/pointing/synthetic.py; not the real CholecSeg8k)"
 
 
 def ranked_organs(f1: dict[str, float], k: int = 3, best: bool = True) -> str:
@@ -477,7 +465,7 @@ def write_outputs(
 ) -> list[Path]:
     """report.md's part and the per-organ F1 plot in the run folder; source runs add the
     original's per-sample and metrics files."""
-    ctx.report.add(report_text(summary, data_label(ctx.run)))
+    ctx.report.add(report_text(summary, ctx.data_label))
     plot = plot_f1_by_organ(summary, out_dir)
     paths = [plot] if plot else []
     if ctx.compat == "source":

@@ -42,7 +42,7 @@ from support.evaluations.pointing.classes import (
 )
 from support.evaluations.pointing.dataset import COLUMNS, SUFFIX, raw_to_dataset
 from support.files import build_once
-from support.types import encode_image
+from support.images import encode_image
 
 WIDTH, HEIGHT = 854, 480  # pixels, as the real frames
 VERSION = "v2"  # bump when the rendering or the layout changes: it names the cache folder

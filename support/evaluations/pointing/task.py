@@ -54,18 +54,18 @@ from support.evaluations.pointing.prompts import (
 from support.evaluations.pointing.selection import near_miss_negative
 from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.synthetic import ensure_cholecseg8k
-from support.images import decode_image
+from support.images import decode_image, encode_image
 from support.memo import FileMemo, OnceCache
 from support.reporting import PICTURE_PX, picture_jpeg
 from support.settings import RunSettings
-from support.types import Case, Outcome, Part, Request, Verdict, encode_image
+from support.types import Case, Outcome, Part, Request, Verdict
 
 # how a frame becomes the writeup's canvas image: a change here must change the stored canvases'
 # folder (canvas_folder), so it is part of the folder's name
 CANVAS_RECIPE = "letterbox-bicubic-black-png1"
 # how a target point is found on the canvas (each canvas pixel takes the label its centre maps
-# to, geometry.canvas_values; the organ's most interior pixel, geometry.interior_point): a change
-# here must change the name of the stored targets' folder (targets_folder)
+# to, letterbox.canvas_values; the organ's most interior pixel, letterbox.interior_point): a
+# change here must change the name of the stored targets' folder (targets_folder)
 TARGET_RULE = "centre-labels-interior-edt-v1"
 
 CANVAS = (768, 768)  # (width, height) canvas px
@@ -317,8 +317,8 @@ class PointingEvaluation(Evaluation):
         return self._canvas_labels.get(row, self._label_canvas) == organ
 
     def _label_canvas(self, row: int) -> np.ndarray:
-        # (canvas_h, canvas_w) int8 class ids as the canvas shows them (geometry.canvas_mask of
-        # every organ at once); the padding is IGNORE, never an organ
+        # (canvas_h, canvas_w) int8 class ids as the canvas shows them (letterbox.canvas_values:
+        # every organ's canvas mask at once); the padding is IGNORE, never an organ
         _, box = self.frame(row)
         assert box is not None
         return canvas_values(self.labels(row), box, IGNORE)

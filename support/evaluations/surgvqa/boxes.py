@@ -272,3 +272,13 @@ def _four_numbers(value: Any) -> tuple[float, float, float, float] | None:
             return None
         out.append(f)
     return out[0], out[1], out[2], out[3]
+
+
+def xywh_boxes(items: Sequence[dict[str, Any]]) -> list[Box]:
+    """Boxes recorded as `{"label", "bbox": [x, y, w, h]}` (pixels), in order: a case's truth or
+    an outcome's prediction."""
+    out = []
+    for b in items:
+        x, y, w, h = b["bbox"]
+        out.append(Box(b["label"], x, y, x + w, y + h))
+    return out

@@ -383,3 +383,17 @@ def _mean_valid(precision: np.ndarray) -> float:
 
 def _nan_if_negative(v: float) -> float:
     return math.nan if v < 0 else float(v)
+
+
+def frame_truth(image_id: int, target: dict[str, Any]) -> FrameTruth:
+    """A case's target (what `score_boxes` records) as pycocotools' ground truth of one image."""
+    boxes = tuple(
+        (int(b["category_id"]), tuple(float(v) for v in b["bbox"])) for b in target["boxes"]
+    )
+    return FrameTruth(
+        image_id,
+        int(target["width"]),
+        int(target["height"]),
+        str(target.get("file_name", "")),
+        boxes,
+    )

@@ -3,7 +3,8 @@
 `configure` picks one (`SurgvqaSettings.rules`) from `--compat`. The only difference is in the
 summary (map_video_mean as the official category-1 evaluator computes it,
 support.evaluations.surgvqa.coco.official_inputs; evals/surgvqa/README.md), which reads the profile
-from the tool cases' params; the task adds `case_params` to them instead of branching.
+from `SummaryContext.compat`; the task adds `case_params` to the tool cases' params, so
+raw_results.jsonl records the profile.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class SurgvqaRules:
     """One profile's rules (see `WRITEUP` and `SOURCE` for each value)."""
 
     compat: Compat  # the profile's name, as --compat spells it
-    case_params: Mapping[str, str]  # added to every tool case's params (the summary reads them)
+    case_params: Mapping[str, str]  # added to every tool case's params (recorded, not read)
 
 
 WRITEUP = SurgvqaRules(compat="writeup", case_params={})

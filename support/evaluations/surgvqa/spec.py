@@ -65,6 +65,15 @@ def data_files(settings: SurgvqaSettings, run: RunSettings) -> list[Path]:
     return found
 
 
+def data_label(run: RunSettings) -> str | None:
+    """What the data is when it is not the real SurgVU (no --surgvqa-root: the synthetic
+    sample); None for the real data."""
+    settings = run.evaluations.get("surgvqa") or SurgvqaSettings()
+    if settings.root:
+        return None
+    return "synthetic sample (support/evaluations/surgvqa/synthetic.py; not the real SurgVU)"
+
+
 SPEC = EvaluationSpec(
     name="surgvqa",
     title="surgvqa (SurgVU: surgical VQA by max sentence-BLEU, tool detection by COCO mAP)",
@@ -98,6 +107,7 @@ SPEC = EvaluationSpec(
     ),
     configure=configure,
     data_files=data_files,
+    data_label=data_label,
     prompt_modules=("support.evaluations.surgvqa.prompts",),
     max_images=lambda settings: settings.frames,  # a VQA question's frames
 )

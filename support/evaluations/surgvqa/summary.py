@@ -37,21 +37,21 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons
-from support.evaluation import SummaryContext
 from support.evaluations.surgvqa.bleu import metrics_json
+from support.evaluations.surgvqa.boxes import xywh_boxes
 from support.evaluations.surgvqa.coco import (
     detections,
     evaluate,
+    frame_truth,
     ground_truth,
     map_bootstrap,
     official_inputs,
 )
-from support.evaluations.surgvqa.task import frame_truth, xywh_boxes
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
 from support.files import atomic_write_text, file_name
 from support.metrics import safe_ratio, summarize_groups
 from support.reporting import interval_columns
-from support.settings import RunSettings
+from support.summary_contract import SummaryContext
 from support.tables import markdown_table, report_head, with_intervals
 from support.types import Outcome
 
@@ -276,19 +276,8 @@ def write_outputs(
                     },
                 ),
             ]
-    ctx.report.add(report_text(summary, data_label(ctx.run)))
+    ctx.report.add(report_text(summary, ctx.data_label))
     return written
-
-
-def data_label(run: RunSettings) -> str | None:
-    """What the data is when it is not the real SurgVU (no --surgvqa-root: the synthetic
-    sample); None for the real data."""
-    from support.evaluations.surgvqa.spec import SurgvqaSettings
-
-    settings = run.evaluations.get("surgvqa") or SurgvqaSettings()
-    if settings.root:
-        return None
-    return "synthetic sample (support/evaluations/surgvqa/synthetic.py; not the real SurgVU)"
 
 
 def report_text(summary: pd.DataFrame, data: str | None = None) -> str:

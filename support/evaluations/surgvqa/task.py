@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,8 +37,13 @@ from support.evaluations.surgvqa.bleu import (
     yes_no,
     yes_no_truth,
 )
-from support.evaluations.surgvqa.boxes import Box, boxes_json, parse_boxes
-from support.evaluations.surgvqa.coco import FrameTruth, detections, evaluate, ground_truth
+from support.evaluations.surgvqa.boxes import boxes_json, parse_boxes, xywh_boxes
+from support.evaluations.surgvqa.coco import (
+    detections,
+    evaluate,
+    frame_truth,
+    ground_truth,
+)
 from support.evaluations.surgvqa.dataset import (
     SurgvuDataError,
     ToolFrame,
@@ -68,11 +72,11 @@ from support.evaluations.surgvqa.video import (
     iter_frames,
     read_frames,
 )
-from support.images import decode_image
+from support.images import decode_image, encode_image
 from support.memo import OnceCache
 from support.reporting import PICTURE_PX, fit_picture, picture_jpeg
 from support.settings import RunSettings
-from support.types import Case, Outcome, Part, Request, Verdict, encode_image
+from support.types import Case, Outcome, Part, Request, Verdict
 
 OPEN_CORRECT_BLEU = 0.5  # an open answer is coloured `correct` from this max-BLEU on
 JPEG_QUALITY = 95  # frames are sent as JPEG (they come from an H.264 video already)
@@ -96,30 +100,6 @@ def truth_boxes(frame: ToolFrame) -> list[dict[str, Any]]:
         {"label": label, "category_id": CATEGORY_ID[label], "bbox": list(bbox)}
         for label, bbox in frame.boxes
     ]
-
-
-def frame_truth(image_id: int, target: dict[str, Any]) -> FrameTruth:
-    """A case's target (what `score_boxes` records) as pycocotools' ground truth of one image."""
-    boxes = tuple(
-        (int(b["category_id"]), tuple(float(v) for v in b["bbox"])) for b in target["boxes"]
-    )
-    return FrameTruth(
-        image_id,
-        int(target["width"]),
-        int(target["height"]),
-        str(target.get("file_name", "")),
-        boxes,
-    )
-
-
-def xywh_boxes(items: Sequence[dict[str, Any]]) -> list[Box]:
-    """Boxes recorded as `{"label", "bbox": [x, y, w, h]}` (pixels), in order: a case's truth or
-    an outcome's prediction."""
-    out = []
-    for b in items:
-        x, y, w, h = b["bbox"]
-        out.append(Box(b["label"], x, y, x + w, y + h))
-    return out
 
 
 def jpeg(rgb: np.ndarray) -> bytes:
@@ -189,7 +169,7 @@ class SurgvqaEvaluation(Evaluation):
                 "width": f.width,
                 "height": f.height,
                 "boxes": truth_boxes(f),
-                **self.settings.rules.case_params,  # the summary reads the profile from them
+                **self.settings.rules.case_params,  # the profile, for the record (raw_results)
             }
             group = {"category": "tools", "kind": "boxes"}
             out.append(Case(case_id, self.name, params, group, cluster=f"video-{f.video}"))

@@ -1,4 +1,4 @@
-"""Paired comparison of two runs: `python -m support.comparisons RUN_A RUN_B` (`vlmbench-compare`).
+"""Paired comparison of two runs: `vlmbench-compare RUN_A RUN_B` (`python -m support.compare_runs`).
 
 Each folder is one evaluation's run (`results/<evaluation>/<run-id>/`, holding raw_results.jsonl).
 Cases pair by case id without the model (the same data; a different model or other settings), model
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from support import evaluations
-from support.comparisons.pairing import evaluation_comparisons, report_section
+from support.comparisons.pairing import report_section
 from support.files import spreadsheet_safe
 from support.types import Outcome, outcome_id
 
@@ -74,9 +74,9 @@ def compare_runs(
             f"runs share no model (A: {models_a}, B: {models_b}); compare runs of the same models, "
             "or of one model each"
         )
-    module = evaluations.spec(name_a).summary_module()
-    found = evaluation_comparisons(
-        name_a, module, _tagged(outs_a, "A") + _tagged(outs_b, "B"), requested, n_resamples, seed
+    summary = evaluations.spec(name_a).summary_module()
+    found = summary.compared(
+        name_a, _tagged(outs_a, "A") + _tagged(outs_b, "B"), requested, n_resamples, seed
     )
     if found is None:
         raise ValueError(f"{name_a} declares no comparisons")

@@ -1,0 +1,129 @@
+"""One evaluation's files under results/<evaluation>/<run-id>/, and its EvaluationResult.
+
+In order: raw_results.jsonl (whatever fails after it, no computed outcome is lost), the summary
+(summary.csv, usage.csv, calls.csv), the evaluation's own files (its summary's
+`write_outputs`), comparisons.csv, report.md (once, with whatever the summary added before
+anything failed) and manifest.json (attempted regardless). Each file is written on its own: one
+that cannot be (a full disk) is listed in `unwritten` with the reason, naming the file, and the
+others are still written. A summary that raises never costs another evaluation its files: its
+result says what broke it (`failure`).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reports.manifest import write_manifest
+from reports.result import Completion, EvaluationResult
+from support import evaluations
+from support.comparisons.pairing import report_section
+from support.files import write_csv, write_jsonl
+from support.settings import RunSettings
+from support.tables import calls_table, usage_table
+from support.types import Outcome
+
+
+class _Written:
+    """The files written so far, and why the others were not."""
+
+    def __init__(self) -> None:
+        self.files: list[Path] = []
+        self.unwritten: list[str] = []
+
+    def attempt(self, write: Callable[[], list[Path]]) -> None:
+        """Run one writer: its files are recorded, or (an OSError, which names the file) the
+        reason they are not."""
+        try:
+            self.files += write()
+        except OSError as exc:
+            self.unwritten.append(str(exc))
+
+
+def write_evaluation(
+    name: str,
+    outcomes: Sequence[Outcome],
+    run: RunSettings,
+    completion: Completion,
+    engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
+    started: float,
+    args: Sequence[str],
+    cwd: Path,
+) -> EvaluationResult:
+    """Write the evaluation's files from its outcomes (in arrival order) and return its result.
+    `engine_stats`, `started` (epoch s), `args` and `cwd` (the invocation) feed manifest.json."""
+    outs = sorted(outcomes, key=lambda o: (o.model, o.case_id))
+    out_dir = run.results_dir / name / run.run_id
+    written = _Written()
+    found: dict[str, Any] = {}
+    failure = None
+    try:
+        try:
+            written.attempt(lambda: [write_jsonl(outs, out_dir / "raw_results.jsonl")])
+            _write_summary_files(name, outs, out_dir, run, completion, written, found)
+        finally:
+            written.attempt(
+                lambda: [
+                    write_manifest(
+                        out_dir, name, outs, run, engine_stats, started, args, cwd,
+                        completion=completion.as_json(),
+                    )
+                ]
+            )  # fmt: skip
+    except Exception as exc:  # one evaluation's broken summary never costs the others
+        failure = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        found.pop("summary", None)
+        found.pop("headline", None)
+    return EvaluationResult(
+        name,
+        tuple(outcomes),
+        files=tuple(written.files),
+        unwritten=tuple(written.unwritten),
+        failure=failure,
+        **found,
+    )
+
+
+def _write_summary_files(
+    name: str,
+    outs: list[Outcome],
+    out_dir: Path,
+    run: RunSettings,
+    completion: Completion,
+    written: _Written,
+    found: dict[str, Any],
+) -> None:
+    """summary.csv, usage.csv, calls.csv, the evaluation's own files, comparisons.csv and
+    report.md; what they are made of goes into `found` (EvaluationResult's fields) as it is
+    computed."""
+    spec = evaluations.spec(name)
+    summary_of = spec.summary_module()
+    ctx = spec.summary_context(run)
+    found["data_label"] = ctx.data_label
+    found["key_metrics"] = summary_of.KEY_METRICS
+    summary = found["summary"] = summary_of.summarize(outs, ctx)
+    found["headline"] = summary_of.headline(summary)
+    usage = found["usage"] = usage_table(outs)
+    calls = calls_table(outs)
+    written.attempt(lambda: [write_csv(summary, out_dir / "summary.csv")])
+    written.attempt(lambda: [write_csv(usage, out_dir / "usage.csv")])
+    written.attempt(lambda: [write_csv(calls, out_dir / "calls.csv")])
+    section = ""
+    try:
+        written.attempt(lambda: list(summary_of.write_outputs(outs, summary, out_dir, ctx)))
+        compared = summary_of.compared(name, outs, run.compare, run.bootstrap, run.seed)
+        if compared is not None:
+            table, notes = compared
+            found["comparisons"] = table
+            written.attempt(lambda: [write_csv(table, out_dir / "comparisons.csv")])
+            section = report_section(table, notes)
+    finally:  # report.md once, with whatever the summary added before anything failed
+        notice = completion.partial_line() if completion.interrupted else None
+
+        def write_report() -> list[Path]:
+            path = ctx.report.write(out_dir / "report.md", notice, section)
+            return [path] if path else []
+
+        written.attempt(write_report)
