@@ -1,15 +1,14 @@
 """Text vectors kept on disk across runs and processes: a run embeds each text once, ever.
 
-The default ONNX embedder runs one text at a time (~14 ms a layout description on 2 cores), and a
-search's pools hold ~1,000 new texts a round, so a rerun, a resumed search or a second xdist
-worker would embed the same texts again. `StoredEmbedder` wraps any embedder with a sqlite table
-(WAL mode, safe across processes, as the response cache) keyed by sha256 of (embedder name, text);
-vectors are float32 bytes. Texts missing from the table are embedded under a file lock beside it,
-so xdist workers that reach the same pool together embed it once: the first embeds, the others
-wait, then read its rows (before the lock, each of two workers embedded the whole pool on the
-same two cores). Only deterministic embedders belong here: the ONNX one embeds each text
-alone, so a text's vector never depends on the texts beside it.
-"""
+The default ONNX embedder runs one text at a time (its cost: evals/dynamic/README.md), and a
+search's pools hold about a thousand new texts a round, so a rerun, a resumed search or a second
+xdist worker would embed the same texts again. `StoredEmbedder` wraps any embedder with a sqlite
+table (WAL mode, safe across processes, as the response cache) keyed by sha256 of (embedder name,
+text); vectors are float32 bytes. Texts missing from the table are embedded under a file lock beside
+it, so xdist workers that reach the same pool together embed it once: the first embeds, the others
+wait, then read its rows (before the lock, each of two workers embedded the whole pool on the same
+two cores). Only deterministic embedders belong here: the ONNX one embeds each text alone, so a
+text's vector never depends on the texts beside it."""
 
 from __future__ import annotations
 
