@@ -462,3 +462,37 @@ def test_the_provider_modules_import_without_their_extras(tmp_path):
     ]  # fmt: skip
     assert lines[1].endswith('the anthropic package is not installed: pip install -e ".[api]"')
     assert lines[2].endswith('the torch package is not installed: pip install -e ".[hf]"')
+
+
+def test_the_worked_example_of_architecture_md_is_a_working_provider(monkeypatch):
+    """ARCHITECTURE.md, Models: a vendor with an OpenAI-style API is one class (here under
+    another prefix, so the suite's registry is left as it was)."""
+    from support.backends import base
+    from support.backends.openai_chat import OpenAIChatBackend
+
+    monkeypatch.setattr(base, "_providers", dict(base._providers))
+
+    @register_provider
+    class TogetherBackend(OpenAIChatBackend):
+        provider = "together-test"
+        key_env = ("TOGETHER_TEST_API_KEY",)
+        endpoint_variable = "TOGETHER_TEST_BASE_URL"
+        vendor_url = "https://api.together.xyz/v1"
+
+    pytest.importorskip("openai")
+    monkeypatch.delenv("TOGETHER_TEST_API_KEY", raising=False)
+    monkeypatch.delenv("TOGETHER_TEST_BASE_URL", raising=False)
+    name = "together-test:meta/llama-vision"
+    assert registry.availability(name) == f"{name}: TOGETHER_TEST_API_KEY is not set"
+    monkeypatch.setenv("TOGETHER_TEST_API_KEY", "tg-key-0123456789")
+    backend = create_backend(name)
+    assert isinstance(backend, TogetherBackend) and model_kind(name) == "api"
+    assert backend.identity == {
+        "provider": "together-test",
+        "model": "meta/llama-vision",
+        "endpoint": "chat.completions",
+    }  # the vendor's own endpoint: left out of the identity
+    assert backend.endpoint_url == "https://api.together.xyz/v1"
+    monkeypatch.setenv("TOGETHER_TEST_BASE_URL", "http://127.0.0.1:9/v1")
+    assert create_backend(name).identity["base_url"] == "http://127.0.0.1:9/v1"
+    assert model_spec(name).prefill == "assistant-turn fallback"
