@@ -9,12 +9,16 @@ written under results/<evaluation>/<run-id>/ (reports.evaluation_files, which re
 EvaluationResult), the gates are checked against the headlines, and the RunResult is kept in
 `result`: the terminal summary (reports.terminal_summary), the HTML summary (reports.html) and the
 exit status read it. Workers write no files. The modules that write the files (pandas, scipy,
-matplotlib) are imported at session finish, on the main thread, so start-up and
-`--collect-only` never pay for them.
+statsmodels, matplotlib, the summaries) are imported on the main thread when the first outcome
+arrives (`REPORT_MODULES`): start-up and `--collect-only` never pay for them, and a run pays while
+its requests are in flight rather than after the last answer. Nothing is imported in another
+thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -25,11 +29,19 @@ import pytest
 from reports import terminal
 from reports.gates import Gate, failed_gates
 from reports.result import Completion, EvaluationResult, RunResult, headlines
+from support import evaluations
 from support.settings import RunSettings
 from support.types import Outcome
 
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
 OUTCOMES_ATTR = "vlmbench_outcomes"  # TestReport attribute: list of Outcome JSON dicts
+# what writing the files imports, beyond the summaries (imported when the first outcome arrives)
+REPORT_MODULES = (
+    "reports.evaluation_files",
+    "statsmodels.stats.contingency_tables",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
+)
 
 
 class ReportPlugin:
@@ -45,6 +57,7 @@ class ReportPlugin:
         self._engine_stats: dict[str, list[Mapping[str, Any]]] = {}  # process -> per-model
         self._selected = 0  # cases selected (items collected, or one xdist worker's count)
         self._finished: set[str] = set()  # node ids of the cases that ran to their teardown
+        self._imported = False  # REPORT_MODULES and the summaries
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not session.config.option.collectonly and session.items:
@@ -61,6 +74,9 @@ class ReportPlugin:
         for d in getattr(report, OUTCOMES_ATTR, None) or ():
             o = Outcome.from_json(d)
             self._outcomes.setdefault(o.evaluation, {}).setdefault(o.case_id, o)
+        if self._outcomes and not self._imported:  # the first outcome: requests are in flight
+            self._imported = True
+            import_report_modules(self._outcomes)
 
     def add_engine_stats(self, process: str, stats: list[Mapping[str, Any]]) -> None:
         """One process's per-model engine statistics (see fixtures.distribution); before
@@ -103,6 +119,17 @@ class ReportPlugin:
 
         tr = terminal.PrintableLines(terminalreporter)  # no escape sequence from data printed
         write_summary(tr, self.result, self.run)
+
+
+def import_report_modules(names: Mapping[str, Any]) -> None:
+    """Import what writing the files needs, and the evaluations' summaries (loaded, so checked
+    against the contract); a failure here is raised again, where it matters, at session finish."""
+    for module in REPORT_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+    for name in names:
+        with contextlib.suppress(Exception):
+            evaluations.spec(name).summary_module()
 
 
 def register_reporter(config: pytest.Config, run: RunSettings, gates: list[Gate]) -> ReportPlugin:
