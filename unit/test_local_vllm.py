@@ -35,19 +35,21 @@ def test_importing_the_backend_imports_no_engine():
 def test_registered_models_and_engine_arguments():
     assert model_spec("qwen25-vl-7b").model_id == "Qwen/Qwen2.5-VL-7B-Instruct"
     assert model_spec("llava-onevision-7b").model_id == "llava-hf/llava-onevision-qwen2-7b-si-hf"
-    llama = model_spec("llama32-vision-11b")
-    assert (llama.kind, llama.provider) == ("local-gpu", "vllm")
-    assert dict(llama.engine) == {"max_num_seqs": 100}
+    qwen = model_spec("qwen25-vl-7b")
+    assert (qwen.kind, qwen.provider) == ("local-gpu", "vllm")
+    assert qwen.family is not None and qwen.family.name == "qwen2_5_vl"  # declared, not here
+    # Llama-3.2-Vision: vLLM removed Mllama in 0.10.2, so transformers serves it
+    assert model_spec("llama32-vision-11b").provider == "hf"
     assert dict(model_spec("vllm:/models/x").engine) == {}
-    args = engine_args(llama.model_id, gpus=(0, 1), extra=llama.engine, seed=3)
-    assert args["model"] == "meta-llama/Llama-3.2-11B-Vision-Instruct"
+    args = engine_args(qwen.model_id, gpus=(0, 1), extra={"max_num_seqs": 100}, seed=3)
+    assert args["model"] == "Qwen/Qwen2.5-VL-7B-Instruct"
     assert args["max_num_seqs"] == 100
     assert args["tensor_parallel_size"] == 2 and args["seed"] == 3
     assert args["limit_mm_per_prompt"]["image"] >= 4  # few-shot: 3 examples + the query
     assert engine_args("x")["tensor_parallel_size"] == 1
     assert "max_num_seqs" not in engine_args("x")  # vLLM's own default
     # --max-batch is the engine's max_num_seqs, over a registered model's own setting
-    mine = engine_args(llama.model_id, extra=llama.engine, max_images=8, max_num_seqs=32)
+    mine = engine_args(qwen.model_id, extra={"max_num_seqs": 100}, max_images=8, max_num_seqs=32)
     assert mine["max_num_seqs"] == 32 and mine["limit_mm_per_prompt"] == {"image": 8}
 
 

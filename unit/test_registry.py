@@ -85,7 +85,14 @@ def test_the_registry_is_the_one_list_of_models():
     assert {"oracle", "chance", "llama32-vision-11b", "scripted:<model-id>"} <= set(names)
     assert all(spec.name == name for name, spec in registry.MODELS.items())
     assert registry.DEFAULT_MODELS == ("oracle", "chance")
-    assert dict(model_spec("llama32-vision-11b").engine) == {"max_num_seqs": 100}
+    # Llama-3.2-Vision runs on transformers, on a GPU unless --device says otherwise
+    llama = model_spec("llama32-vision-11b")
+    assert (llama.provider, llama.kind, dict(llama.engine)) == (
+        "hf",
+        "local-gpu",
+        {"device": "cuda"},
+    )
+    assert llama.family is not None and llama.family.name == "mllama"
 
 
 def test_a_spec_is_checked_frozen_and_hashable():
@@ -119,23 +126,26 @@ def test_registered_vllm_models_pass_their_engine_settings(monkeypatch):
         "find_spec",
         lambda m, *a: object() if m == "vllm" else real(m, *a),
     )
-    llama = create_backend("llama32-vision-11b", BackendOptions(seed=4, extra=(("gpus", (0,)),)))
-    assert llama.args["max_num_seqs"] == 100 and llama.args["seed"] == 4
-    assert llama.args["model"] == "meta-llama/Llama-3.2-11B-Vision-Instruct"
-    assert llama.default_concurrency == 100  # the client keeps the engine's batch full
-    plain = create_backend("vllm:meta-llama/Llama-3.2-11B-Vision-Instruct", BackendOptions(seed=4))
+    batched = ModelSpec(
+        "qwen-batched", "local-gpu", "vllm", "Qwen/Qwen2.5-VL-7B-Instruct",
+        engine={"max_num_seqs": 100},
+    )  # fmt: skip
+    monkeypatch.setitem(registry.MODELS, "qwen-batched", batched)
+    qwen = create_backend("qwen-batched", BackendOptions(seed=4, extra=(("gpus", (0,)),)))
+    assert qwen.args["max_num_seqs"] == 100 and qwen.args["seed"] == 4
+    assert qwen.args["model"] == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert qwen.default_concurrency == 100  # the client keeps the engine's batch full
+    plain = create_backend("vllm:Qwen/Qwen2.5-VL-7B-Instruct", BackendOptions(seed=4))
     assert "max_num_seqs" not in plain.args
     # the batch size shapes the engine, not the answers: the same cache identity
-    assert "max_num_seqs" not in llama.identity["engine"]
-    assert plain.identity == llama.identity
+    assert "max_num_seqs" not in qwen.identity["engine"]
+    assert plain.identity == qwen.identity
     monkeypatch.setitem(
         registry.MODELS,
-        "llama-long",
-        dataclasses.replace(
-            registry.MODELS["llama32-vision-11b"], name="llama-long", engine={"max_model_len": 8192}
-        ),
+        "qwen-long",
+        dataclasses.replace(batched, name="qwen-long", engine={"max_model_len": 8192}),
     )
-    longer = create_backend("llama-long", BackendOptions(seed=4))
+    longer = create_backend("qwen-long", BackendOptions(seed=4))
     assert "max_model_len" in longer.identity["engine"]
     assert longer.identity != plain.identity  # other engine settings, other answers
 

@@ -14,30 +14,44 @@ from typing import Any
 
 from PIL import Image
 
+from support.backends.families import Family
 from support.images import decode_image
 from support.types import Part, Request
 
+SYSTEM_JOINER = "\n\n"  # between a folded system text and the user turn's first part
 
-def chat_messages(request: Request) -> list[dict[str, Any]]:
+
+def chat_messages(request: Request, family: Family | None = None) -> list[dict[str, Any]]:
     """HF chat format: `[system?, user]`, content items `{"type": "text"|"image"}` in part
-    order; no assistant turn (the prefill is not a message: see `render_prompt`)."""
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": [{"type": "text", "text": request.system}]})
+    order; no assistant turn (the prefill is not a message: see `render_prompt`). The system
+    content is a list of one text part, the form every family's template reads (LLaVA-OneVision's
+    iterates the content's parts: a plain string there renders character by character).
+
+    For a family whose template refuses a system message beside an image (Llama-3.2-Vision), a
+    request with both sends the system text as the user turn's first text, then SYSTEM_JOINER."""
     content: list[dict[str, Any]] = [
         {"type": "image"} if p.is_image else {"type": "text", "text": p.text or ""}
         for p in request.parts
     ]
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        folded = family is not None and not family.system_with_images and request.images
+        if folded:
+            content.insert(0, {"type": "text", "text": request.system + SYSTEM_JOINER})
+        else:
+            messages.append(
+                {"role": "system", "content": [{"type": "text", "text": request.system}]}
+            )
     messages.append({"role": "user", "content": content})
     return messages
 
 
-def render_prompt(processor: Any, request: Request) -> str:
+def render_prompt(processor: Any, request: Request, family: Family | None = None) -> str:
     """The prompt text as the model sees it: the processor's (or tokenizer's) chat template with
     the assistant turn opened, then `request.prefill` verbatim. Image placeholders are the
     template's own (e.g. one `<image>` per image), expanded later by the processor or engine."""
     prompt = processor.apply_chat_template(
-        chat_messages(request), add_generation_prompt=True, tokenize=False
+        chat_messages(request, family), add_generation_prompt=True, tokenize=False
     )
     if not isinstance(prompt, str):  # a template that returned a batch of one
         prompt = prompt[0]

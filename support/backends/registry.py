@@ -43,6 +43,7 @@ VLMBENCH_API_KEY, never OPENAI_API_KEY (openai_chat.py).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.metadata
 from collections.abc import Callable, Mapping
@@ -69,6 +70,7 @@ from support.backends.base import (
     provider_class,
     provider_names,
 )
+from support.backends.families import Family, family_of
 
 ENTRY_POINT_GROUP = "vlmbench.models"
 
@@ -90,6 +92,9 @@ class ModelSpec:
     factory: Callable[[ModelSpec, BackendOptions], Backend] | None = field(default=None, repr=False)
     engine: Mapping[str, Any] = field(default_factory=dict, hash=False)
     description: str = ""
+    # a local model's config.json architecture, for when its weights are not here yet (the
+    # family's traits come from the config where it is: support.backends.families)
+    architecture: str = ""
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -112,8 +117,20 @@ class ModelSpec:
         return provider_class(self.provider) or Backend
 
     @property
+    def family(self) -> Family | None:
+        """A local model's family (its config's architecture, else the declared one); None for
+        API and reference models and unknown architectures."""
+        if self.kind not in ("local-gpu", "local-cpu"):
+            return None
+        return family_of(self.model_id, self.architecture or None)
+
+    @property
     def box_convention(self) -> str:
-        """How the model writes a bounding box when asked for one (`Backend.box_convention`)."""
+        """How the model writes a bounding box when asked for one: a local model's family's
+        `box_frame`, else the provider's `Backend.box_convention`."""
+        family = self.family
+        if family is not None:
+            return family.box_frame
         return self.backend_class.box_convention(self.model_id)
 
     @property
@@ -124,7 +141,11 @@ class ModelSpec:
     @property
     def traits(self) -> dict[str, str]:
         """What evaluations may ask of the model, as the run's manifest records it."""
-        return {"box_convention": self.box_convention, "prefill": self.prefill}
+        traits = {"box_convention": self.box_convention, "prefill": self.prefill}
+        family = self.family
+        if family is not None:
+            traits["family"] = family.name
+        return traits
 
     def build(self, opts: BackendOptions | None = None) -> Backend:
         """The backend; BackendUnavailable when it cannot run here (an optional extra missing)."""
@@ -132,9 +153,9 @@ class ModelSpec:
         try:
             if self.factory is not None:
                 return self.factory(self, opts)
-            if self.engine:
+            if self.engine.keys() - {"device"}:
                 return self.backend_class.create(self.name, self.model_id, opts, self.engine)
-            return self.backend_class.create(self.name, self.model_id, opts)
+            return self.backend_class.create(self.name, self.model_id, engine_options(self, opts))
         except ImportError as exc:
             raise BackendUnavailable(f"{self.name}: {exc}") from exc
 
@@ -177,10 +198,11 @@ def _api(name: str, provider: str) -> ModelSpec:
     return ModelSpec(name, "api", provider, name)
 
 
-def _gpu(name: str, model_id: str, **engine: Any) -> ModelSpec:
-    return ModelSpec(name, "local-gpu", "vllm", model_id, engine=engine)
+def _gpu(name: str, model_id: str, architecture: str, **engine: Any) -> ModelSpec:
+    return ModelSpec(name, "local-gpu", "vllm", model_id, engine=engine, architecture=architecture)
 
 
+_LLAVA_OV = "LlavaOnevisionForConditionalGeneration"
 _BUILTIN: tuple[ModelSpec, ...] = (
     ModelSpec(
         "oracle", "reference", "reference", "oracle", _oracle,
@@ -195,10 +217,18 @@ _BUILTIN: tuple[ModelSpec, ...] = (
     _api("claude-3-5-sonnet-20241022", "anthropic"),
     _api("claude-sonnet-4-20250514", "anthropic"),
     _api("gemini-2.0-flash", "google"),
-    _gpu("qwen25-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct"),
-    _gpu("llava-onevision-7b", "llava-hf/llava-onevision-qwen2-7b-si-hf"),
-    _gpu("llava-onevision-7b-ov-chat", "llava-hf/llava-onevision-qwen2-7b-ov-chat-hf"),  # PGT src
-    _gpu("llama32-vision-11b", "meta-llama/Llama-3.2-11B-Vision-Instruct", max_num_seqs=100),
+    _gpu("qwen25-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen2_5_VLForConditionalGeneration"),
+    _gpu("qwen3-vl-8b", "Qwen/Qwen3-VL-8B-Instruct", "Qwen3VLForConditionalGeneration"),
+    _gpu("qwen3-vl-8b-thinking", "Qwen/Qwen3-VL-8B-Thinking", "Qwen3VLForConditionalGeneration"),
+    _gpu("llava-onevision-7b", "llava-hf/llava-onevision-qwen2-7b-si-hf", _LLAVA_OV),
+    # the PGT study's LLaVA-OneVision
+    _gpu("llava-onevision-7b-ov-chat", "llava-hf/llava-onevision-qwen2-7b-ov-chat-hf", _LLAVA_OV),
+    # Llama-3.2-Vision: transformers on a GPU (vLLM removed Mllama in 0.10.2); --device overrides
+    ModelSpec(
+        "llama32-vision-11b", "local-gpu", "hf", "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        engine={"device": "cuda"}, architecture="MllamaForConditionalGeneration",
+        description="transformers on a GPU: vLLM no longer loads Llama-3.2-Vision",
+    ),
 )  # fmt: skip
 # registered name -> spec: the suite's own models (plugins' models: plugin_models())
 MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _BUILTIN}
@@ -300,7 +330,19 @@ def availability(name: str, opts: BackendOptions | None = None) -> str | None:
     requirement).
     """
     spec = model_spec(name)
-    return spec.backend_class.unavailable(name, spec.model_id, opts or BackendOptions())
+    return spec.backend_class.unavailable(name, spec.model_id, engine_options(spec, opts))
+
+
+def engine_options(spec: ModelSpec, opts: BackendOptions | None) -> BackendOptions:
+    """`opts` with a registered model's default device (`engine["device"]`: Llama-3.2-Vision's
+    "cuda") where the user gave no --device."""
+    opts = opts or BackendOptions()
+    device = spec.engine.get("device")
+    extra = dict(opts.extra)
+    if device and not extra.get("device"):
+        extra["device"] = device
+        return dataclasses.replace(opts, extra=tuple(extra.items()))
+    return opts
 
 
 def create_backend(name: str, opts: BackendOptions | None = None) -> Backend:

@@ -27,6 +27,7 @@ import asyncio
 import importlib.metadata
 import importlib.util
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,11 @@ from support.backends.base import (
     BackendError,
     BackendOptions,
     BackendUnavailable,
+    missing_module,
     register_provider,
 )
 from support.backends.chat_template import render_prompt, request_images
+from support.backends.families import Family, family_of, family_of_config
 from support.backends.model_folder import checked_folder, revision_for
 from support.types import Request, Response, Usage
 
@@ -85,9 +88,15 @@ class TransformersBackend(Backend):
     default_concurrency = 1
 
     @classmethod
+    def box_convention(cls, model_id: str) -> str:
+        """The family's box frame (its config's architecture), else the id's tags."""
+        family = family_of(model_id)
+        return family.box_frame if family is not None else super().box_convention(model_id)
+
+    @classmethod
     def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
-        """The packages, the model folder, and an accelerator asked for with `--device` (the
-        only check that imports torch)."""
+        """The packages, the model folder, torchvision for a family whose processor imports it,
+        and an accelerator asked for with `--device` (the only check that imports torch)."""
         why = super().unavailable(name, model_id, opts)
         if why is not None:
             return why
@@ -95,6 +104,9 @@ class TransformersBackend(Backend):
             checked_folder(name, model_id)
         except BackendUnavailable as exc:
             return str(exc)
+        family = family_of(model_id)
+        if family is not None and family.needs_torchvision and missing_module(("torchvision",)):
+            return torchvision_missing(name, family)
         device = dict(opts.extra).get("device")
         if device not in (None, "", "auto", "cpu"):
             try:
@@ -104,7 +116,13 @@ class TransformersBackend(Backend):
         return None
 
     @classmethod
-    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
+    def create(
+        cls,
+        name: str,
+        model_id: str,
+        opts: BackendOptions,
+        engine: Mapping[str, Any] | None = None,
+    ) -> Backend:
         try:
             return make_transformers_backend(name, model_id, opts)
         except ImportError as exc:
@@ -126,6 +144,7 @@ class TransformersBackend(Backend):
         self.name = name
         self.model_id = model_id
         self.path = checked_folder(name, model_id)
+        self.family = family_of(model_id)
         self.device = resolve_device(name, device)
         self.max_batch = max_batch
         self.max_new_tokens = max_new_tokens
@@ -153,9 +172,15 @@ class TransformersBackend(Backend):
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
             source = str(self.path) if self.path is not None else self.model_id
-            processor = AutoProcessor.from_pretrained(source)
+            try:
+                processor = AutoProcessor.from_pretrained(source)
+            except (ImportError, RuntimeError) as exc:
+                if "torchvision" not in str(exc).lower():
+                    raise
+                raise BackendUnavailable(torchvision_missing(self.name, self.family)) from exc
             dtype = torch.float32 if self.device == "cpu" else "auto"  # auto: the checkpoint's
             model = AutoModelForImageTextToText.from_pretrained(source, **{_dtype_keyword(): dtype})
+            self.family = self.family or family_of_config(model.config.to_dict())
             tokenizer = getattr(processor, "tokenizer", processor)
             tokenizer.padding_side = "left"  # generation continues each row at the end
             if tokenizer.pad_token is None:
@@ -177,7 +202,7 @@ class TransformersBackend(Backend):
 
         processor, model = self.processor, self.model
         tokenizer = getattr(processor, "tokenizer", processor)
-        prompts = [render_prompt(processor, r) for r in requests]
+        prompts = [render_prompt(processor, r, self.family) for r in requests]
         images = [im for r in requests for im in request_images(r)]
         bos = tokenizer.bos_token
         inputs = processor(
@@ -247,6 +272,16 @@ class TransformersBackend(Backend):
 
     async def generate(self, request: Request) -> Response:
         return (await self.generate_batch([request]))[0]
+
+
+def torchvision_missing(name: str, family: Family | None) -> str:
+    """Why a family whose processor imports torchvision cannot load, and what to install."""
+    what = family.architecture if family is not None else "this model"
+    return (
+        f"{name}: the transformers processor of {what} needs torchvision, built for the "
+        f"installed torch: pip install torchvision==<the release matching torch> "
+        f"(docs/local-models.md)"
+    )
 
 
 def _dtype_keyword() -> str:

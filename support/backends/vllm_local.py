@@ -46,6 +46,7 @@ from support.backends.base import (
     BackendUnavailable,
     register_provider,
 )
+from support.backends.families import Family, family_of
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_IMAGES = 4  # images per prompt when no evaluation says (few-shot pointing: 3 + 1)
@@ -96,12 +97,12 @@ def sampling_kwargs(request: Request) -> dict[str, Any]:
     return kwargs
 
 
-def vllm_input(processor: Any, request: Request) -> dict[str, Any]:
+def vllm_input(processor: Any, request: Request, family: Family | None = None) -> dict[str, Any]:
     """One prompt as vLLM takes it: the rendered text and its images as multi-modal data."""
     from support.backends.chat_template import render_prompt, request_images
 
     images = request_images(request)
-    item: dict[str, Any] = {"prompt": render_prompt(processor, request)}
+    item: dict[str, Any] = {"prompt": render_prompt(processor, request, family)}
     if images:
         item["multi_modal_data"] = {"image": images if len(images) > 1 else images[0]}
     return item
@@ -130,6 +131,12 @@ class VLLMBackend(Backend):
     prefill = NATIVE_PREFILL  # the chat template rendered with the assistant turn open
 
     @classmethod
+    def box_convention(cls, model_id: str) -> str:
+        """The family's box frame (its config's architecture), else the id's tags."""
+        family = family_of(model_id)
+        return family.box_frame if family is not None else super().box_convention(model_id)
+
+    @classmethod
     def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
         from support.backends.model_folder import checked_folder
 
@@ -139,6 +146,12 @@ class VLLMBackend(Backend):
                 checked_folder(name, model_id)
             except BackendUnavailable as exc:
                 return str(exc)
+            family = family_of(model_id)
+            if family is not None and not family.vllm:
+                return (
+                    f"{name}: vLLM no longer loads {family.architecture} (removed in vLLM "
+                    f"0.10.2); run it with transformers: --model hf:{model_id}"
+                )
         return why
 
     @classmethod
@@ -165,6 +178,7 @@ class VLLMBackend(Backend):
     ) -> None:
         self.name = name
         self.model_id = model_id
+        self.family = family_of(model_id)  # None for a hub id not downloaded yet: see _build
         self.gpus = tuple(gpus)
         self.args = engine_args(model_id, self.gpus, engine_extra, seed, max_images, max_num_seqs)
         self.max_images = int(self.args["limit_mm_per_prompt"]["image"])
@@ -217,6 +231,7 @@ class VLLMBackend(Backend):
         except ImportError as exc:
             raise BackendUnavailable(f"{self.name}: pip install 'vlmbench[vllm]' ({exc})") from None
         processor = AutoProcessor.from_pretrained(self.model_id)
+        self.family = self.family or family_of(self.model_id)  # the hub snapshot is here now
         engine = vllm.AsyncLLMEngine.from_engine_args(
             vllm.AsyncEngineArgs(**platform_args(self.args))
         )
@@ -230,7 +245,8 @@ class VLLMBackend(Backend):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        item = await asyncio.to_thread(vllm_input, processor, request)  # PNG decoding, template
+        # PNG decoding and the template, off the loop
+        item = await asyncio.to_thread(vllm_input, processor, request, self.family)
         final_only = RequestOutputKind.FINAL_ONLY  # one output, when the request is done
         params = SamplingParams(**sampling_kwargs(request), output_kind=final_only)
         request_id = f"vlmbench-{next(self._ids)}"
