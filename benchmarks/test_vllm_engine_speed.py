@@ -18,7 +18,9 @@ request). Four ways, BENCH_VLLM_ROUNDS rounds each (default 3; medians and min-m
   (d) vLLM's own serving client (`vllm.benchmarks.lib.endpoint_request_func`, what
       `vllm bench serve` sends with) over (c)'s requests at once, as many in flight as (c).
 
-BENCH_VLLM_WAYS picks some of the ways (default abcd). Printed: wall, output tokens and output
+BENCH_VLLM_WAYS picks some of the ways (default abcd); BENCH_VLLM_FAMILY the model: `llava` (the
+tiny LLaVA, default) or a tiny checkpoint of support.testing.tiny_families (qwen2_5_vl, qwen3_vl,
+qwen3_vl_thinking, llava_onevision). Printed: wall, output tokens and output
 tokens/s per way, and the ratios a/b and c/d of throughput (b's tokens/s over a's: 1.0 is
 vLLM's own speed, the goal is <= 1.15). A second test
 sweeps (c)'s concurrency (8, 32, 128, 256) against the same server: where throughput stops
@@ -51,6 +53,8 @@ ROUNDS = int(os.environ.get("BENCH_VLLM_ROUNDS", "3"))
 CONCURRENCY = int(os.environ.get("BENCH_VLLM_CONCURRENCY", "0")) or None  # None: the default
 SWEEP = (8, 32, 128, 256)
 WAYS = os.environ.get("BENCH_VLLM_WAYS", "abcd")  # which of (a)-(d) to run
+# the model family: "llava" (support.testing.tiny_vlm) or one of tiny_families.VLLM_FAMILIES
+FAMILY = os.environ.get("BENCH_VLLM_FAMILY", "llava")
 MAX_IMAGES = 4  # pointing few-shot: 3 examples + the query
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CONFIGURE_LOGGING": "0"}
 
@@ -67,9 +71,15 @@ def engine_env():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from support.testing.tiny_vlm import ensure_tiny_vlm
+    """The model: the tiny LLaVA, or BENCH_VLLM_FAMILY's tiny checkpoint (tiny_families)."""
+    folder = tmp_path_factory.mktemp("models")
+    if FAMILY == "llava":
+        from support.testing.tiny_vlm import ensure_tiny_vlm
 
-    return ensure_tiny_vlm(tmp_path_factory.mktemp("models"))
+        return ensure_tiny_vlm(folder)
+    from support.testing.tiny_families import ensure_family
+
+    return ensure_family(folder, FAMILY)
 
 
 @pytest.fixture(scope="module")
@@ -203,10 +213,11 @@ def _llm_generate_rounds(tiny, requests: list[Request]) -> dict:
     import vllm
     from transformers import AutoProcessor
 
+    from support.backends.families import family_of
     from support.backends.vllm_local import engine_args, sampling_kwargs, vllm_input
 
     processor = AutoProcessor.from_pretrained(tiny)
-    inputs = [vllm_input(processor, r) for r in requests]
+    inputs = [vllm_input(processor, r, family_of(str(tiny))) for r in requests]
     params = [vllm.SamplingParams(**sampling_kwargs(r)) for r in requests]
     from support.backends.vllm_local import platform_args
 

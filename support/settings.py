@@ -50,3 +50,4 @@ class RunSettings:
     max_batch: int | None = None  # `--max-batch`: a local engine's largest batch
     max_images: int | None = None  # `--max-images`: images per prompt a local engine accepts
     device: str | None = None  # `--device`: torch device of hf: models
+    dtype: str | None = None  # `--dtype`: weights' dtype in local engines (None: auto)

@@ -20,8 +20,6 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +27,13 @@ import pytest
 from support.backends.base import BackendError
 from support.backends.registry import BackendOptions, create_backend
 from support.engine import Engine, ModelClient
+from support.testing.suite_runs import (
+    EVALUATIONS,
+    cache_with_shared_data,
+    error_outcomes,
+    raw_rows,
+    run_quick,
+)
 from support.types import Part, Request
 
 pytestmark = [
@@ -40,10 +45,8 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[1]
-EVALUATIONS = ("pointing", "pgt", "nyu_distance", "surgvqa", "dynamic")
 MAX_IMAGES = 8  # surgvqa's VQA frames: the most the evaluations send in one request
 SERVER_START_S = 600  # seconds a server may take to answer /health (~45-70 s here)
-CHILD_RUN_S = 1500  # seconds a child `pytest evals -m quick` may take
 # the engine's KV cache (GiB): the tiny model needs little, and three engines may live at once
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CONFIGURE_LOGGING": "0"}
 
@@ -262,54 +265,15 @@ def test_cache_identity_follows_weights_not_engine_limits(tiny, tmp_path):
 # -- every evaluation through the real engines -----------------------------------------------------
 
 
-def _suite(tmp: Path, cache: Path, run_id: str, *args: str) -> subprocess.CompletedProcess:
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(REPO / "evals"),
-        f"--rootdir={REPO}",
-        "-m",
-        "quick",
-        f"--cache-dir={cache}",
-        f"--results-dir={tmp / 'results'}",
-        f"--run-id={run_id}",
-        "--bootstrap=0",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        *args,
-    ]
-    env = {**os.environ, **ENGINE_ENV, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run(
-        argv, cwd=tmp, capture_output=True, text=True, timeout=CHILD_RUN_S, env=env
-    )
-
-
-def _outcomes(results: Path, run_id: str) -> dict[str, list[dict]]:
-    rows = {}
-    for ev in EVALUATIONS:
-        path = results / ev / run_id / "raw_results.jsonl"
-        assert path.is_file(), f"{ev}: no raw_results.jsonl"
-        rows[ev] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return rows
-
-
 def _check_suite(tmp: Path, shared_cache: Path, model: str, *args: str) -> None:
-    cache = tmp / "cache"
-    cache.mkdir()
-    (cache / "synthetic").symlink_to(shared_cache / "synthetic", target_is_directory=True)
-    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-    first = _suite(tmp, cache, "r1", f"--model={model}", *args)
+    cache = cache_with_shared_data(tmp, shared_cache)
+    first = run_quick(tmp, cache, "r1", f"--model={model}", *args, env=ENGINE_ENV)
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-3000:]
-    rows = _outcomes(tmp / "results", "r1")
-    for ev, outcomes in rows.items():
-        assert outcomes, f"{ev}: no outcomes"
-        errors = [o for o in outcomes if o["status"] == "error"]
-        assert not errors, f"{ev}: {len(errors)} error outcomes, e.g. {errors[0]}"
+    errors = error_outcomes(raw_rows(tmp / "results", "r1"))
+    assert not errors, {ev: (len(e), e[0]) for ev, e in errors.items()}
     # the same command again (pgt keeps finished results unless --override): every request
     # from the cache, the same raw rows
-    again = _suite(tmp, cache, "r2", f"--model={model}", "--override", *args)
+    again = run_quick(tmp, cache, "r2", f"--model={model}", "--override", *args, env=ENGINE_ENV)
     assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-3000:]
     for ev in EVALUATIONS:
         manifest = json.loads((tmp / "results" / ev / "r2" / "manifest.json").read_text())

@@ -47,6 +47,8 @@ class BackendOptions:
 
 
 KINDS = ("reference", "api", "local-gpu", "local-cpu")
+# weights' dtypes a local engine runs in (`--dtype`); "auto": the engine's own choice
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 # how a request's prefill (text the answer must continue) reaches the model: "native" (the model
 # continues it: Anthropic's final assistant turn, a chat template rendered with the turn open, a
 # server's continue_final_message), a fallback (a final assistant/model turn the API answers

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import importlib.util
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,7 +47,10 @@ from support.backends.model_folder import checked_folder, revision_for
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_BATCH = 8  # requests per generate_batch call
-DEFAULT_MAX_NEW_TOKENS = 64  # tokens; caps each request's max_tokens
+# tokens: a cap on each request's max_tokens (the `max_new_tokens` extra); None: no cap, each
+# request gets the tokens it asks for, as on vLLM (a cap of 64 once cut pgt's 512-token
+# reasonings short, so hf: and vllm: answers differed)
+DEFAULT_MAX_NEW_TOKENS: int | None = None
 
 
 def resolve_device(name: str, device: str | None) -> str:
@@ -135,8 +139,9 @@ class TransformersBackend(Backend):
         *,
         device: str | None = "cpu",  # None: cuda when available, else cpu
         max_batch: int = DEFAULT_MAX_BATCH,
-        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        max_new_tokens: int | None = DEFAULT_MAX_NEW_TOKENS,
         cache_dir: str | Path | None = None,  # the weight-hash memo's folder; None: no memo
+        dtype: str | None = None,  # None or "auto": float32 on a CPU, the checkpoint's elsewhere
     ) -> None:
         for module in ("torch", "transformers"):
             if importlib.util.find_spec(module) is None:
@@ -148,13 +153,18 @@ class TransformersBackend(Backend):
         self.device = resolve_device(name, device)
         self.max_batch = max_batch
         self.max_new_tokens = max_new_tokens
+        self._cap = max_new_tokens or sys.maxsize  # tokens
         revision = revision_for(model_id, cache_dir)
         self.identity = {
             "provider": "hf",
             "model": model_id,
             "revision": revision,
             "device": self.device.partition(":")[0],
+            "max_new_tokens": max_new_tokens,  # a cap changes (cuts) the answers
         }
+        self.dtype = dtype if dtype and dtype != "auto" else None
+        if self.dtype:
+            self.identity["dtype"] = self.dtype
         self.processor: Any = None
         self.model: Any = None
         self._lock = threading.RLock()  # one batch on the model at a time, loading included
@@ -178,7 +188,9 @@ class TransformersBackend(Backend):
                 if "torchvision" not in str(exc).lower():
                     raise
                 raise BackendUnavailable(torchvision_missing(self.name, self.family)) from exc
-            dtype = torch.float32 if self.device == "cpu" else "auto"  # auto: the checkpoint's
+            dtype: Any = torch.float32 if self.device == "cpu" else "auto"  # the checkpoint's
+            if self.dtype:
+                dtype = getattr(torch, self.dtype)
             model = AutoModelForImageTextToText.from_pretrained(source, **{_dtype_keyword(): dtype})
             self.family = self.family or family_of_config(model.config.to_dict())
             tokenizer = getattr(processor, "tokenizer", processor)
@@ -226,7 +238,7 @@ class TransformersBackend(Backend):
             seed = next((r.seed for r in requests if r.seed is not None), None)
             if seed is not None:
                 torch.manual_seed(seed)
-        limit = min(max(r.max_tokens for r in requests), self.max_new_tokens)
+        limit = min(max(r.max_tokens for r in requests), self._cap)
         self.generate_calls += 1
         self.batch_sizes.append(len(requests))
         out = model.generate(**inputs, max_new_tokens=limit, **kwargs)
@@ -237,7 +249,7 @@ class TransformersBackend(Backend):
         for i, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
             texts, n_out = [], 0
             for row in new[i * rows : (i + 1) * rows] * (n // rows):
-                row = row[: min(request.max_tokens, self.max_new_tokens)]
+                row = row[: min(request.max_tokens, self._cap)]
                 end = next((j for j, t in enumerate(row) if t in eos), None)
                 n_out += len(row) if end is None else end + 1  # the eos token counts
                 texts.append(tokenizer.decode(row[:end], skip_special_tokens=True))
@@ -302,6 +314,7 @@ def make_transformers_backend(name: str, model_id: str, opts: Any) -> Backend:
         model_id,
         device=extra.get("device") or None,
         max_batch=int(extra.get("max_batch") or DEFAULT_MAX_BATCH),
-        max_new_tokens=int(extra.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS),
+        max_new_tokens=int(extra.get("max_new_tokens") or 0) or DEFAULT_MAX_NEW_TOKENS,
         cache_dir=getattr(opts, "cache_dir", None),
+        dtype=extra.get("dtype"),
     )

@@ -69,10 +69,12 @@ def engine_args(
     seed: int = 0,
     max_images: int = DEFAULT_MAX_IMAGES,
     max_num_seqs: int | None = None,
+    dtype: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of `vllm.AsyncEngineArgs` (the same as `vllm.LLM`'s) for a model on
     the given GPUs: `extra` (a registered model's engine settings) over the defaults, then
-    `max_num_seqs` (--max-batch) over both."""
+    `max_num_seqs` (--max-batch) and `dtype` (--dtype; None or "auto": vLLM's choice, which on
+    a CPU is bfloat16 even for float32 weights) over both."""
     args: dict[str, Any] = {
         "model": model_id,
         "tensor_parallel_size": max(1, len(gpus)),
@@ -82,6 +84,8 @@ def engine_args(
     args.update(extra or {})
     if max_num_seqs:
         args["max_num_seqs"] = max_num_seqs
+    if dtype and dtype != "auto":
+        args["dtype"] = dtype  # changes answers: in the cache identity
     return args
 
 
@@ -175,12 +179,15 @@ class VLLMBackend(Backend):
         max_images: int = DEFAULT_MAX_IMAGES,
         seed: int = 0,
         revision: str | None = None,
+        dtype: str | None = None,
     ) -> None:
         self.name = name
         self.model_id = model_id
         self.family = family_of(model_id)  # None for a hub id not downloaded yet: see _build
         self.gpus = tuple(gpus)
-        self.args = engine_args(model_id, self.gpus, engine_extra, seed, max_images, max_num_seqs)
+        self.args = engine_args(
+            model_id, self.gpus, engine_extra, seed, max_images, max_num_seqs, dtype
+        )
         self.max_images = int(self.args["limit_mm_per_prompt"]["image"])
         # requests kept at the engine: its batch, so a finished sequence's slot is refilled at once
         self.default_concurrency = int(self.args.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS)
@@ -298,7 +305,7 @@ def make_vllm_backend(
     """Factory for registered vLLM names (`engine`: their ModelSpec.engine) and `vllm:<id or
     path>`: unavailable (its cases skip) where vLLM is not installed. Reads `opts.extra` keys
     gpus, max_batch (the engine's max_num_seqs) and max_images, and `opts.cache_dir` (the weight
-    hashes' memo)."""
+    hashes' memo), dtype."""
     if importlib.util.find_spec("vllm") is None:
         install = "pip install 'vlmbench[vllm]' (docs/local-models.md)"
         raise BackendUnavailable(f"{name}: needs vLLM: {install}")
@@ -315,4 +322,5 @@ def make_vllm_backend(
         max_images=int(extra.get("max_images") or DEFAULT_MAX_IMAGES),
         seed=getattr(opts, "seed", 0),
         revision=revision_for(model_id, getattr(opts, "cache_dir", None)),
+        dtype=extra.get("dtype"),
     )
