@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support.evaluations.pointing.parser import (
+    PointFrame,
     PointingAnswer,
     format_pointing,
+    parse_in_frame,
     parse_pointing,
     parse_pointing_source,
 )
@@ -132,6 +134,64 @@ def test_canvas_argument() -> None:
     assert parse_pointing(text, canvas=(400, 200)).point == (300, 100)
     assert parse_pointing(text, canvas=(300, 200)).point is None
     assert parse_pointing(text, canvas=(400, 100)).point is None
+
+
+def test_resized_frame_is_the_pixel_under_the_centre() -> None:
+    # Qwen2.5-VL at the hub's limits sees the 768x768 canvas as 756x756 px: pixel i of it covers
+    # canvas [i * 768/756, (i + 1) * 768/756); the canvas pixel of its centre is
+    # floor((i + .5) * 768/756)
+    frame = PointFrame("resized", (756, 756))
+    assert frame.grid == (756, 756)
+    text = format_pointing("Liver", 1, (378, 0))
+    answer, written = parse_in_frame(parse_pointing, text, (W, H), frame)
+    assert written == (378, 0) and answer.point == (384, 0)  # 378.5 * 768/756 = 384.5
+    last = format_pointing("Liver", 1, (755, 755))
+    assert parse_in_frame(parse_pointing, last, (W, H), frame)[0].point == (767, 767)
+    beyond = format_pointing("Liver", 1, (756, 10))  # off the model's image
+    answer, written = parse_in_frame(parse_pointing, beyond, (W, H), frame)
+    assert answer.point is None and "out of bounds" in answer.reason and written is None
+
+
+def test_norm1000_frame_is_per_mille_of_the_canvas() -> None:
+    frame = PointFrame.norm1000()
+    assert frame.grid == (1001, 1001)  # 0..1000 both included
+    for said, canvas_px in (((500, 0), (384, 0)), ((1000, 1000), (767, 767)), ((1, 999), (0, 767))):
+        text = format_pointing("Liver", 1, said)
+        answer, written = parse_in_frame(parse_pointing, text, (W, H), frame)
+        assert (answer.point, written) == (canvas_px, said)
+    absent = format_pointing("Liver", 0, None)
+    assert parse_in_frame(parse_pointing, absent, (W, H), frame) == (parse_pointing(absent), None)
+
+
+def test_no_frame_is_the_parser_itself() -> None:
+    for text in ('{"present":1,"point_canvas":[700,20]}', "garbage", "[3, 4]"):
+        for parse in (parse_pointing, parse_pointing_source):
+            assert parse_in_frame(parse, text, (W, H), None) == (parse(text, (W, H)), None)
+
+
+def test_point_frame_refuses_a_bad_frame() -> None:
+    with pytest.raises(ValueError):
+        PointFrame("pixels", (10, 10))  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        PointFrame("resized", (0, 10))
+
+
+@settings(max_examples=200)
+@given(
+    json_values,
+    json_values,
+    st.sampled_from(["resized", "norm1000"]),
+    st.integers(1, 4000),
+    st.integers(1, 4000),
+)
+def test_frames_never_raise_and_land_on_the_canvas(present, point, name, rw, rh) -> None:
+    frame = PointFrame(name, (rw, rh)) if name == "resized" else PointFrame.norm1000()
+    text = json.dumps({"present": present, "point_canvas": point})
+    for parse in (parse_pointing, parse_pointing_source):
+        answer, _ = parse_in_frame(parse, text, (854, 480), frame)
+        if answer.point is not None:
+            x, y = answer.point
+            assert 0 <= x < 854 and 0 <= y < 480
 
 
 def test_format_pointing() -> None:

@@ -23,11 +23,17 @@ def one(text: str, frame: str = "auto") -> Box:
     return answer.boxes[0]
 
 
+def one_in(text: str, frame: str, seen) -> Box:
+    answer = parse_boxes(text, W, H, frame, seen)  # type: ignore[arg-type]
+    assert answer.reason == "ok" and len(answer.boxes) == 1, answer
+    return answer.boxes[0]
+
+
 def corners(b: Box) -> tuple[float, float, float, float]:
     return (b.x1, b.y1, b.x2, b.y2)
 
 
-def test_qwen25_pixels_the_prompts_format():
+def test_pixels_the_prompts_format():
     text = '[{"bbox_2d": [10, 20, 110, 220], "label": "needle driver"}]'
     answer = parse_boxes(text, W, H)
     assert answer == BoxAnswer((Box("needle driver", 10, 20, 110, 220),), "ok", 0)
@@ -221,6 +227,34 @@ def test_boxes_json_round_trips(frame):
         assert corners(got) == pytest.approx(corners(want), abs=1e-9)
 
 
+def test_resized_is_pixels_of_the_image_the_model_saw():
+    # Qwen2.5-VL at the hub's limits sees a 640x512 frame as 644x504 px: x * 640/644, y * 512/504
+    text = '[{"bbox_2d": [161, 126, 322, 252], "label": "needle driver"}]'
+    got = one_in(text, "resized", (644, 504))
+    assert corners(got) == pytest.approx((160, 128, 320, 256))
+    assert corners(one_in(text, "resized", None)) == (161, 126, 322, 252)  # no size: pixels
+    assert corners(one(text, "pixels")) == (161, 126, 322, 252)
+    far = '[{"bbox_2d": [600, 10, 644, 504], "label": "stapler"}]'  # to the resized image's edge
+    assert corners(one_in(far, "resized", (644, 504)))[2:] == pytest.approx((640, 512))
+
+
+@pytest.mark.parametrize(
+    "seen", [None, (0, 0), (644, 0), (-1, 5), ("a", "b"), (float("nan"), 1), (1, 2, 3), 7, "ab"]
+)
+def test_resized_without_a_usable_size_reads_pixels(seen):
+    text = '[{"bbox_2d": [10, 20, 110, 220], "label": "needle driver"}]'
+    assert corners(one_in(text, "resized", seen)) == (10, 20, 110, 220)
+
+
+def test_resized_boxes_json_round_trips():
+    text = boxes_json(BOXES, "resized", width=W, height=H, seen=(224, 196))
+    answer = parse_boxes(text, W, H, "resized", (224, 196))
+    for got, want in zip(answer.boxes, BOXES, strict=True):
+        assert corners(got) == pytest.approx(corners(want), abs=1e-9)
+    with pytest.raises(ValueError, match="size the model saw"):
+        boxes_json(BOXES, "resized", width=W, height=H)
+
+
 def test_boxes_json_is_the_prompts_format():
     assert json.loads(boxes_json(BOXES[:1])) == [
         {"label": "stapler", "bbox_2d": [10, 20, 110, 220]}
@@ -255,14 +289,15 @@ _item = st.builds(
     st.sampled_from(["bbox_2d", "box_2d", "bbox"]),
     st.lists(st.floats() | st.integers() | st.text(max_size=4), min_size=3, max_size=5),
 )  # near-valid items: a tool name or not, a box of 3-5 numbers or strings
-_frames = st.sampled_from(["auto", "pixels", "norm1000", "gemini"])
+_frames = st.sampled_from(["auto", "pixels", "resized", "norm1000", "gemini"])
 _sizes = st.integers(min_value=0, max_value=5000)
+_seen = st.none() | st.tuples(_sizes, _sizes) | st.tuples(st.floats(), st.floats()) | _json_leaf
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(), _sizes, _sizes, _frames)
-def test_arbitrary_text_never_raises(text, width, height, frame):
-    answer = parse_boxes(text, width, height, frame)
+@given(st.text(), _sizes, _sizes, _frames, _seen)
+def test_arbitrary_text_never_raises(text, width, height, frame, seen):
+    answer = parse_boxes(text, width, height, frame, seen)
     assert isinstance(answer.boxes, tuple)
 
 
@@ -274,13 +309,14 @@ def test_arbitrary_text_never_raises(text, width, height, frame):
     _sizes,
     _sizes,
     _frames,
+    _seen,
 )
 def test_jsonish_text_never_raises_and_boxes_lie_in_the_frame(
-    value, cut, prose, width, height, frame
+    value, cut, prose, width, height, frame, seen
 ):
     text = json.dumps(value)
     text = prose + text[: len(text) - cut] if cut % 3 else prose + text  # also truncated
-    answer = parse_boxes(text, width, height, frame)
+    answer = parse_boxes(text, width, height, frame, seen)
     for b in answer.boxes:
         assert 0 <= b.x1 < b.x2 <= width and 0 <= b.y1 < b.y2 <= height
         assert b.label in TOOL_CLASSES

@@ -12,6 +12,16 @@ Points are canvas px (x right, y down, origin top-left of the canvas), integers 
 `parse_pointing_source` is the original's rule (`--compat source`; eval/parser.py:35-78 of
 fallcat/llm_cholec_organ): the whole text as JSON, else the first `[x,y]` means present, else
 absent. It never gives "unparsable".
+
+A model that writes points in its own frame (`--pointing-point-frame model`; the family's
+`box_frame`, support.backends.families) is read by `parse_in_frame`: the profile's parser reads the
+point on the model's grid (`PointFrame.grid`, with that parser's bounds and rounding), and the grid
+position is then mapped onto the canvas (`PointFrame.to_canvas`):
+  - "resized":  pixels of the canvas as the model's processor resized it, (rw, rh) px (Qwen2.5-VL;
+                support.backends.model_frames.input_size): pixel i is the canvas pixel under its
+                centre, floor((i + 0.5) * w / rw);
+  - "norm1000": 0-1000 across the canvas (Qwen2-VL, Qwen3-VL): n -> floor(n * w / 1000), 1000 ->
+                the last pixel.
 """
 
 from __future__ import annotations
@@ -19,9 +29,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 MAX_CHARS = 20_000  # only this many leading characters of an answer are looked at
 MAX_OBJECT_STARTS = 64  # "{" positions tried as the start of an embedded JSON object
@@ -199,6 +209,71 @@ def _point(v: Any, canvas: tuple[int, int]) -> tuple[tuple[int, int] | None, str
     if not (0 <= x <= w - 1 and 0 <= y <= h - 1):
         return None, "point out of bounds"
     return (math.floor(x + 0.5), math.floor(y + 0.5)), ""
+
+
+# ---- points in the model's own frame (`--pointing-point-frame model`) ----------------------------
+NORM = 1000  # full extent of the 0-1000 relative frame
+
+
+@dataclass(frozen=True)
+class PointFrame:
+    """The frame a model writes its points in, other than the prompt's canvas pixels.
+
+    "resized": pixel indices of the canvas resized to `size` = (rw, rh) px by the model's
+    processor; "norm1000": 0-1000 across the canvas (`size` is (1000, 1000)).
+    """
+
+    name: Literal["resized", "norm1000"]
+    size: tuple[int, int]  # (width, height) of the canvas in the model's units
+
+    def __post_init__(self) -> None:
+        if self.name not in ("resized", "norm1000"):
+            raise ValueError(f"PointFrame: {self.name!r} is not 'resized' or 'norm1000'")
+        if len(self.size) != 2 or not all(isinstance(v, int) and v >= 1 for v in self.size):
+            raise ValueError(f"PointFrame: size {self.size!r} is not two positive integers")
+
+    @classmethod
+    def norm1000(cls) -> PointFrame:
+        return cls("norm1000", (NORM, NORM))
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """The "canvas" the profile's parser reads the point on: every value the model may write
+        is on it (pixel indices 0..rw-1; 0..1000 both included for norm1000)."""
+        w, h = self.size
+        return (w + 1, h + 1) if self.name == "norm1000" else (w, h)
+
+    def to_canvas(self, point: tuple[int, int], canvas: tuple[int, int]) -> tuple[int, int]:
+        """The canvas pixel (x, y) of a point read on the grid."""
+        centre = 0.5 if self.name == "resized" else 0.0  # a pixel index stands for its centre
+        return (
+            _onto(point[0], centre, self.size[0], canvas[0]),
+            _onto(point[1], centre, self.size[1], canvas[1]),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "size": list(self.size)}
+
+
+def _onto(v: int, centre: float, extent: int, size: int) -> int:
+    return min(max(math.floor((v + centre) * size / extent), 0), size - 1)
+
+
+def parse_in_frame(
+    parse: Callable[[Any, tuple[int, int]], PointingAnswer],
+    text: Any,
+    canvas: tuple[int, int],
+    frame: PointFrame | None,
+) -> tuple[PointingAnswer, tuple[int, int] | None]:
+    """`parse(text, canvas)` where the model writes points in `frame` (None: the canvas itself):
+    the answer with its point on the canvas, and the point as the model wrote it on the frame's
+    grid (None without a frame or a point). Never raises where `parse` does not."""
+    if frame is None:
+        return parse(text, canvas), None
+    answer = parse(text, frame.grid)
+    if answer.point is None:
+        return answer, None
+    return replace(answer, point=frame.to_canvas(answer.point, canvas)), answer.point
 
 
 # ---- the original's parser (`--compat source`) ---------------------------------------------------

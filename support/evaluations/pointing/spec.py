@@ -29,6 +29,12 @@ class PointingSettings:
     cholecseg8k: str | None = None
     prepared: Path | None = None  # --pointing-prepared: a data_info folder used as it is
     rules: PointingRules = WRITEUP
+    # --pointing-point-frame: how an answer's point is read; "prompt": canvas px as the prompt
+    # asks; "model": in the model's own frame where its family has one (task.point_frame)
+    point_frame: str = "prompt"
+
+
+POINT_FRAMES = ("prompt", "model")
 
 
 CHOLECSEG8K_FIX = (
@@ -89,7 +95,17 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PointingSettings:
             "option out to prepare the data here"
         )
         prepared = existing_folder("--pointing-prepared", prepared, fix).resolve()
-    return PointingSettings(cholecseg8k=source, prepared=prepared, rules=PROFILES[run.compat])
+    point_frame = values.get("pointing_point_frame") or "prompt"
+    if point_frame not in POINT_FRAMES:
+        raise OptionError(
+            "--pointing-point-frame", f"{point_frame!r}: one of {', '.join(POINT_FRAMES)}"
+        )
+    return PointingSettings(
+        cholecseg8k=source,
+        prepared=prepared,
+        rules=PROFILES[run.compat],
+        point_frame=point_frame,
+    )
 
 
 def data_files(settings: PointingSettings, run: RunSettings) -> list[Path]:
@@ -145,6 +161,15 @@ SPEC = EvaluationSpec(
             help="a prepared folder used as it is, e.g. the original's data_info/cholecseg8k: "
             "balanced_indices_train_100.json (test rows, in its order) and the two few-shot plan "
             "files; rows are rows of --cholecseg8k (default: prepared from the data)",
+        ),
+        Option(
+            "--pointing-point-frame",
+            default="prompt",
+            metavar="FRAME",
+            help="how the numbers of an answer's point are read: prompt (canvas pixels, as the "
+            "prompt asks; the default) or model (the model's own frame where its family has one: "
+            "Qwen2.5-VL pixels of the canvas as its processor resized it, Qwen2-VL and Qwen3-VL "
+            "0-1000; canvas pixels for every other model)",
         ),
     ),
     configure=configure,

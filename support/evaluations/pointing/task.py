@@ -4,6 +4,10 @@ Cases are sample x organ (12) x condition (zero_shot, fewshot_standard, fewshot_
 the model is added by the pytest parametrization. Data flow of one case: the sample's frame is
 letterboxed onto the canvas, few-shot examples (from the prepared plans) are interleaved before it,
 the answer is parsed, and the point is mapped back to image pixels and looked up in the organ mask.
+`--pointing-point-frame model` reads the point in the model's own frame where it has one
+(Qwen2.5-VL: pixels of the canvas as its processor resizes it; Qwen2-VL, Qwen3-VL: 0-1000;
+parser.PointFrame) and maps it onto the canvas first; by default it is read in canvas pixels, as
+the prompt asks.
 
 `--compat source` follows the original's main script (eval_pointing_original_size.py): the canvas
 is the frame itself (the size of row 0), its prompts, few-shot text and parser, placeholder points
@@ -38,7 +42,12 @@ from support.evaluations.pointing.letterbox import (
     letterbox,
     mask_outline,
 )
-from support.evaluations.pointing.parser import PointingAnswer, format_pointing
+from support.evaluations.pointing.parser import (
+    PointFrame,
+    PointingAnswer,
+    format_pointing,
+    parse_in_frame,
+)
 from support.evaluations.pointing.prepare import (
     Prepared,
     build_presence_matrix,
@@ -207,6 +216,8 @@ class PointingEvaluation(Evaluation):
         self._canvases: FileMemo | None = None  # the encoded canvases kept across runs (load)
         self._stored_targets: FileMemo | None = None  # the target points kept across runs (load)
         self._presence_lock = threading.Lock()
+        # model -> the frame its points are read in (--pointing-point-frame model)
+        self._point_frames: OnceCache[ModelSpec, PointFrame | None] = OnceCache(16)
 
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
@@ -428,11 +439,44 @@ class PointingEvaluation(Evaluation):
                 raise
             answer = rules.parse("", self.canvas)
             return self.score(case, "", answer, extra={"backend_error": str(exc)})
-        return self.score(case, response.text, rules.parse(response.text, self.canvas))
+        frame = None
+        if self.settings.point_frame == "model":  # the model's processor config is read once
+            frame = await asyncio.to_thread(self.point_frame, client.model)
+        answer, written = parse_in_frame(rules.parse, response.text, self.canvas, frame)
+        return self.score(case, response.text, answer, frame=frame, written=written)
+
+    def point_frame(self, model: ModelSpec) -> PointFrame | None:
+        """The frame an answer's point is read in: None (canvas px, as the prompt asks) unless
+        `--pointing-point-frame model` and the model writes points in a frame of its own, its
+        `box_convention` (support.backends.families): "resized" (Qwen2.5-VL: the canvas as its
+        processor resizes it, support.backends.model_frames) or "norm1000" (Qwen2-VL, Qwen3-VL).
+        Found once per model."""
+        if self.settings.point_frame != "model":
+            return None
+        return self._point_frames.get(model, self._model_point_frame)
+
+    def _model_point_frame(self, model: ModelSpec) -> PointFrame | None:
+        convention = model.box_convention
+        if convention == "norm1000":
+            return PointFrame.norm1000()
+        if convention == "resized":
+            from support.backends.model_frames import input_size
+
+            return PointFrame("resized", input_size(model.model_id, model.family, *self.canvas))
+        return None
 
     def score(
-        self, case: Case, raw: str, answer: PointingAnswer, extra: dict | None = None
+        self,
+        case: Case,
+        raw: str,
+        answer: PointingAnswer,
+        extra: dict | None = None,
+        *,
+        frame: PointFrame | None = None,
+        written: tuple[int, int] | None = None,
     ) -> Verdict:
+        """The answer's verdict; `frame`: the model's frame its point was read in (recorded in
+        the prediction with the point as `written` there), None for canvas px."""
         row, organ = case.params["row"], case.params["organ"]
         y_true = int(case.params["present"])
         hit: bool | None = None
@@ -444,10 +488,14 @@ class PointingEvaluation(Evaluation):
                 hit = self.hits(row, organ, answer.point)
             correct = y_pred == y_true and (y_true == 0 or bool(hit))
             status = "correct" if correct else "wrong"
+        prediction = answer.to_json()
+        if frame is not None:  # read in the model's frame: which, and the point as written there
+            prediction["point_frame"] = frame.to_json()
+            prediction["point_written"] = list(written) if written is not None else None
         return Verdict(
             status=status,
             scores={"y_true": y_true, "y_pred": y_pred, "hit": hit},
-            prediction=answer.to_json(),
+            prediction=prediction,
             target={"present": y_true, "point_canvas": self._target_list(row, organ, y_true)},
             raw=raw,
             extra=extra or {},

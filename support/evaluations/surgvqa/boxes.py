@@ -11,7 +11,10 @@ of the image. Models answer in their own conventions, so `parse_boxes` also read
 
 Box frames (`BoxFrame`), all turned into pixels of the frame (origin top-left, x right, y down):
 
-- "pixels":   [x1, y1, x2, y2] absolute pixels (the prompt's own; Qwen2.5-VL);
+- "pixels":   [x1, y1, x2, y2] absolute pixels (the prompt's own);
+- "resized":  [x1, y1, x2, y2] absolute pixels of the image as the model's processor resized it
+              (Qwen2.5-VL), `seen` = (rw, rh) px: x * width / rw, y * height / rh. The size comes
+              from support.backends.model_frames.input_size; without it (None) read as "pixels";
 - "norm1000": [x1, y1, x2, y2] relative, 0-1000 across the image (Qwen2-VL, Qwen3-VL);
 - "gemini":   [ymin, xmin, ymax, xmax] relative, 0-1000 (Gemini's `box_2d`);
 - "auto":     an item whose box key is `box_2d` is read as "gemini", any other as "pixels".
@@ -36,7 +39,7 @@ from typing import Any, Literal
 
 from support.evaluations.surgvqa.tools import canonical_tool
 
-BoxFrame = Literal["auto", "pixels", "norm1000", "gemini"]
+BoxFrame = Literal["auto", "pixels", "resized", "norm1000", "gemini"]
 
 MAX_CHARS = 100_000  # only this many leading characters of an answer are looked at
 MAX_STARTS = 64  # "[" / "{" positions tried as the start of the JSON value
@@ -77,8 +80,17 @@ class BoxAnswer:
     over_cap: int = 0  # usable boxes past MAX_BOXES_PER_TOOL of their tool, not kept
 
 
-def parse_boxes(text: str, width: int, height: int, frame: BoxFrame = "auto") -> BoxAnswer:
-    """The boxes of an answer for a `width` x `height` px frame (never raises)."""
+def parse_boxes(
+    text: str,
+    width: int,
+    height: int,
+    frame: BoxFrame = "auto",
+    seen: tuple[int, int] | None = None,
+) -> BoxAnswer:
+    """The boxes of an answer for a `width` x `height` px frame (never raises). `seen`: the
+    (width, height) px the model saw the frame at, read by the "resized" frame only (None, or a
+    size that is not two positive numbers: the frame's own size)."""
+    scale = _seen_scale(seen, width, height) if frame == "resized" else (1.0, 1.0)
     try:
         value, truncated = _find_value(text if isinstance(text, str) else "")
     except Exception:  # belt and braces: a parser bug must not fail a case
@@ -94,7 +106,7 @@ def parse_boxes(text: str, width: int, height: int, frame: BoxFrame = "auto") ->
     per_tool: dict[str, int] = {}
     dropped = over_cap = 0
     for item in items:
-        box = _box(item, width, height, frame)
+        box = _box(item, width, height, frame, scale)
         if box is None:
             dropped += 1
         elif per_tool.get(box.label, 0) >= MAX_BOXES_PER_TOOL:
@@ -113,12 +125,14 @@ def boxes_json(
     *,
     width: int | None = None,
     height: int | None = None,
+    seen: tuple[int, int] | None = None,
 ) -> str:
     """The answer text for `boxes` in the prompt's format (what the oracle answers).
 
-    "pixels" / "auto": `[{"label", "bbox_2d": [x1, y1, x2, y2]}]` in pixels; "norm1000": the same
-    keys in 0-1000; "gemini": `box_2d` = [ymin, xmin, ymax, xmax] in 0-1000. The relative frames
-    need the frame's `width` and `height` (px). Integral values are written as integers.
+    "pixels" / "auto": `[{"label", "bbox_2d": [x1, y1, x2, y2]}]` in pixels; "resized": the same
+    in pixels of the frame resized to `seen` = (rw, rh) px; "norm1000": the same keys in 0-1000;
+    "gemini": `box_2d` = [ymin, xmin, ymax, xmax] in 0-1000. All but the first need the frame's
+    `width` and `height` (px). Integral values are written as integers.
     """
     out = []
     for b in boxes:
@@ -127,6 +141,13 @@ def boxes_json(
             continue
         if not width or not height:
             raise ValueError(f"boxes_json: frame {frame!r} needs the frame's width and height")
+        if frame == "resized":
+            if seen is None:
+                raise ValueError("boxes_json: frame 'resized' needs the size the model saw")
+            sx, sy = seen[0] / width, seen[1] / height
+            coords = (b.x1 * sx, b.y1 * sy, b.x2 * sx, b.y2 * sy)
+            out.append({"label": b.label, "bbox_2d": _numbers(coords)})
+            continue
         sx, sy = NORM / width, NORM / height
         x1, y1, x2, y2 = b.x1 * sx, b.y1 * sy, b.x2 * sx, b.y2 * sy
         if frame == "gemini":
@@ -226,8 +247,23 @@ def _items(value: Any) -> list[Any] | None:
     return None
 
 
-def _box(item: Any, width: int, height: int, frame: BoxFrame) -> Box | None:
-    """One item as a Box in pixels, or None when unusable."""
+def _seen_scale(seen: Any, width: int, height: int) -> tuple[float, float]:
+    """(width / rw, height / rh): the factors from the model's resized pixels to the frame's;
+    (1, 1) when `seen` is not two positive finite numbers (never raises)."""
+    try:
+        rw, rh = (float(v) for v in seen)
+        sx, sy = float(width) / rw, float(height) / rh
+    except Exception:  # None, not a pair, not numbers, a zero size
+        return 1.0, 1.0
+    ok = all(math.isfinite(v) and v > 0 for v in (rw, rh, sx, sy))
+    return (sx, sy) if ok else (1.0, 1.0)
+
+
+def _box(
+    item: Any, width: int, height: int, frame: BoxFrame, scale: tuple[float, float] = (1.0, 1.0)
+) -> Box | None:
+    """One item as a Box in pixels, or None when unusable. `scale`: the "resized" frame's
+    factors from the model's pixels to the frame's (x, y)."""
     if not isinstance(item, dict):
         return None
     label = next((canonical_tool(item[k]) for k in LABEL_KEYS if k in item), None)
@@ -244,6 +280,9 @@ def _box(item: Any, width: int, height: int, frame: BoxFrame) -> Box | None:
         x1, y1, x2, y2 = b * width / NORM, a * height / NORM, d * width / NORM, c * height / NORM
     elif frame == "norm1000":
         x1, y1, x2, y2 = a * width / NORM, b * height / NORM, c * width / NORM, d * height / NORM
+    elif frame == "resized":  # pixels of the image the model saw, resized to (rw, rh)
+        (sx, sy) = scale
+        x1, y1, x2, y2 = a * sx, b * sy, c * sx, d * sy
     else:
         x1, y1, x2, y2 = a, b, c, d
     x1, x2 = sorted((_clip(x1, width), _clip(x2, width)))

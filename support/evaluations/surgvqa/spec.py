@@ -100,8 +100,9 @@ SPEC = EvaluationSpec(
             "--surgvqa-box-frame",
             default="model",
             metavar="FRAME",
-            help="how the numbers of an answer's boxes are read: model (by the model's name: "
-            "Gemini box_2d 0-1000, Qwen2/Qwen3-VL 0-1000, else auto), auto (box_2d as Gemini, "
+            help="how the numbers of an answer's boxes are read: model (the model's trait: "
+            "Gemini box_2d 0-1000; a local model's family: Qwen2/Qwen3-VL 0-1000, Qwen2.5-VL "
+            "pixels of its processor's resized input; else auto), auto (box_2d as Gemini, "
             "anything else as pixels), pixels, norm1000, gemini",
         ),
     ),

@@ -260,7 +260,18 @@ class SurgvqaEvaluation(Evaluation):
             return self.score_vqa(case, response.text)
         frame = self.settings.box_frame
         frame = client.model.box_convention if frame == "model" else frame  # the model's trait
-        return await asyncio.to_thread(self.score_boxes, case, response.text, frame)
+        return await asyncio.to_thread(self._score_in_frame, case, response.text, frame, client)
+
+    def _score_in_frame(self, case: Case, answer: str, frame: str, client: CaseClient) -> Verdict:
+        """score_boxes, with the size the model saw the frame at when it answers in that frame's
+        pixels ("resized": its processor's resize, support.backends.model_frames)."""
+        seen = None
+        if frame == "resized":
+            from support.backends.model_frames import input_size
+
+            model, p = client.model, case.params
+            seen = input_size(model.model_id, model.family, p["width"], p["height"])
+        return self.score_boxes(case, answer, frame, seen)
 
     def score_vqa(self, case: Case, answer: str) -> Verdict:
         """Max sentence-BLEU over the references; yes/no exact match for yes/no questions."""
@@ -289,10 +300,13 @@ class SurgvqaEvaluation(Evaluation):
             target={"references": refs, "yes_no": truth},
         )
 
-    def score_boxes(self, case: Case, answer: str, frame: str) -> Verdict:
-        """The frame's boxes matched by pycocotools at IoU 0.5 (counts for P/R/F1@0.5)."""
+    def score_boxes(
+        self, case: Case, answer: str, frame: str, seen: tuple[int, int] | None = None
+    ) -> Verdict:
+        """The frame's boxes matched by pycocotools at IoU 0.5 (counts for P/R/F1@0.5). `seen`:
+        the (width, height) px the model saw the frame at, for the "resized" frame."""
         p = case.params
-        parsed = parse_boxes(answer, p["width"], p["height"], frame)  # type: ignore[arg-type]
+        parsed = parse_boxes(answer, p["width"], p["height"], frame, seen)  # type: ignore[arg-type]
         target = {k: p[k] for k in ("video", "frame", "file_name", "width", "height", "boxes")}
         scored = evaluate(ground_truth([frame_truth(1, target)]), detections(1, parsed.boxes))
         scores = {"tp50": scored.tp50, "n_dt": scored.n_dt, "n_gt": scored.n_gt}
@@ -310,6 +324,8 @@ class SurgvqaEvaluation(Evaluation):
             "dropped": parsed.dropped,
             "box_frame": frame,
         }
+        if frame == "resized" and seen is not None:  # the size its numbers were read in (px)
+            prediction["seen"] = list(seen)
         if parsed.over_cap:  # boxes past the cap (COCO would not count them either)
             prediction["over_cap"] = parsed.over_cap
         return Verdict(status=status, scores=scores, prediction=prediction, target=target)
