@@ -120,3 +120,30 @@ def test_dtype_reaches_the_engines_and_their_cache_identity(tmp_path):
     half = TransformersBackend("hf:m", str(folder), dtype="bfloat16")
     assert "dtype" not in auto.identity and half.identity["dtype"] == "bfloat16"
     assert TransformersBackend("hf:m", str(folder), dtype="auto").identity == auto.identity
+
+
+def test_a_batch_of_llama_vision_requests_is_one_generate_call(shared_cache):
+    """Mllama's processor takes a batch's images as one list per prompt (a flat list of several
+    prompts' images is refused); a batch answers as its requests do one by one."""
+    import asyncio
+
+    pytest.importorskip("torch")
+    from PIL import Image
+
+    from support.backends.transformers_local import TransformersBackend
+    from support.testing.tiny_families import ensure_family
+
+    backend = TransformersBackend("hf:m", str(ensure_family(shared_cache, "mllama")), device="cpu")
+    requests = [
+        Request(
+            parts=(Part.of_image(Image.new("RGB", (64, 48), (k * 60, 10, 200))), Part.of_text("Q")),
+            system="Be brief.",
+            max_tokens=4,
+        )
+        for k in range(3)
+    ]
+    together = asyncio.run(backend.generate_batch(requests))
+    alone = [asyncio.run(backend.generate_batch([r]))[0] for r in requests]
+    assert backend.batch_sizes == [3, 1, 1, 1]
+    assert [r.text for r in together] == [r.text for r in alone]
+    assert all("Be brief.\n\n<|image|>Q" in r.prompt for r in together)  # the folded system text

@@ -40,6 +40,11 @@ class Family:
     default_system: str | None = None  # the system turn its template adds when none is given
     vllm: bool = True  # current vLLM (0.32) loads it
     needs_torchvision: bool = False  # its transformers processor imports torchvision at load
+    # its transformers processor takes a batch's images as one list per prompt (a flat list of
+    # two prompts' images is refused: "the number of image tokens in each text ([1, 1]) should
+    # be the same as the number of provided images per batch ([2])"); the others take them flat
+    # (LLaVA-OneVision: flat is what vLLM does too, each image tiled, "anyres")
+    nested_images: bool = False
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -55,7 +60,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("llava_onevision", "LlavaOnevisionForConditionalGeneration", "auto", True,
            needs_torchvision=True),
     Family("mllama", "MllamaForConditionalGeneration", "auto", False,
-           system_with_images=False, vllm=False),
+           system_with_images=False, vllm=False, nested_images=True),
 )  # fmt: skip
 BY_ARCHITECTURE = {f.architecture: f for f in FAMILIES}
 BY_NAME = {f.name: f for f in FAMILIES}

@@ -215,7 +215,10 @@ class TransformersBackend(Backend):
         processor, model = self.processor, self.model
         tokenizer = getattr(processor, "tokenizer", processor)
         prompts = [render_prompt(processor, r, self.family) for r in requests]
-        images = [im for r in requests for im in request_images(r)]
+        per_request = [request_images(r) for r in requests]
+        images: list[Any] = [im for found in per_request for im in found]
+        if self.family is not None and self.family.nested_images and images:
+            images = per_request  # one list per prompt: Mllama's processor refuses a flat batch
         bos = tokenizer.bos_token
         inputs = processor(
             text=prompts,
