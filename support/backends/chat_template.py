@@ -25,7 +25,7 @@ def chat_messages(request: Request, family: Family | None = None) -> list[dict[s
     """HF chat format: `[system?, user]`, content items `{"type": "text"|"image"}` in part
     order; no assistant turn (the prefill is not a message: see `render_prompt`). The system
     content is a list of one text part, the form every family's template reads (LLaVA-OneVision's
-    iterates the content's parts: a plain string there renders character by character).
+    reads only a list's parts: a plain string there renders as nothing, the text dropped).
 
     For a family whose template refuses a system message beside an image (Llama-3.2-Vision), a
     request with both sends the system text as the user turn's first text, then SYSTEM_JOINER."""
