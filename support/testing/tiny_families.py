@@ -229,6 +229,56 @@ def _qwen_processor_files(
     )
 
 
+def _qwen_text(tokenizer: Any, ids: dict[str, int], rope: dict[str, Any], **more: Any) -> dict:
+    """A Qwen text config: TEXT's shape, the tokenizer's vocabulary, M-RoPE `rope`."""
+    return {
+        **TEXT,
+        **more,
+        "vocab_size": len(tokenizer),
+        "rope_parameters": {"rope_type": "default", **rope},
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
+
+
+def _qwen_vision(patch: int, **more: Any) -> dict:
+    """A Qwen vision tower: 2 layers 32 wide, `patch` px patches merged 2 x 2, into TEXT."""
+    return {
+        "depth": 2,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_heads": 2,
+        "out_hidden_size": TEXT["hidden_size"],
+        "patch_size": patch,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        **more,
+    }
+
+
+def _qwen_tokens(ids: dict[str, int]) -> dict[str, int]:
+    """The config's ids of the image, video and vision-span tokens."""
+    return {
+        "image_token_id": ids["<|image_pad|>"],
+        "video_token_id": ids["<|video_pad|>"],
+        "vision_start_token_id": ids["<|vision_start|>"],
+        "vision_end_token_id": ids["<|vision_end|>"],
+    }
+
+
+def _qwen_limits(patch: int) -> dict[str, int]:
+    """The processor's sizes: `patch` px patches merged 2 x 2, 4 to 64 tokens an image."""
+    token = patch * 2  # px a side of one merged token
+    return {
+        "patch_size": patch,
+        "merge_size": 2,
+        "temporal_patch_size": 2,
+        "min_pixels": token * token * 4,
+        "max_pixels": token * token * 64,
+    }
+
+
 def build_qwen2_5_vl(out: Path, seed: int = 0) -> Path:
     """Qwen2.5-VL: patch 14, merge 2 (28 px a token), windowed vision attention; boxes are pixels
     of the resized input. max_pixels 28*28*64: at most 64 image tokens an image."""
@@ -238,48 +288,24 @@ def build_qwen2_5_vl(out: Path, seed: int = 0) -> Path:
     tokenizer = _qwen_tokenizer()
     ids = _ids(tokenizer, QWEN_TOKENS)
     config = Qwen2_5_VLConfig(
-        text_config={
-            **TEXT,
-            "vocab_size": len(tokenizer),
-            "rope_parameters": {
-                "rope_type": "default",
-                "mrope_section": [4, 6, 6],  # sums to head_dim / 2
-                "rope_theta": 1000000.0,
-            },
-            "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
-        },
-        vision_config={
-            "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 2,
-            "out_hidden_size": TEXT["hidden_size"],
-            "patch_size": 14,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-            "window_size": 112,
-            "fullatt_block_indexes": [1],
-        },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
+        text_config=_qwen_text(
+            tokenizer,
+            ids,
+            {"mrope_section": [4, 6, 6], "rope_theta": 1000000.0},  # sections sum to head_dim / 2
+        ),
+        vision_config=_qwen_vision(14, window_size=112, fullatt_block_indexes=[1]),
+        **_qwen_tokens(ids),
     )
     config.architectures = ["Qwen2_5_VLForConditionalGeneration"]
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(config).eval()
-    vision = {
-        "patch_size": 14,
-        "merge_size": 2,
-        "temporal_patch_size": 2,
-        "min_pixels": 28 * 28 * 4,
-        "max_pixels": 28 * 28 * 64,
-    }
     _save(out, model, tokenizer, QWEN2_5_VL_TEMPLATE, ids, ("<|im_end|>", "<|endoftext|>"))
     _qwen_processor_files(
-        out, "Qwen2_5_VLProcessor", "Qwen2VLImageProcessor", "Qwen2VLVideoProcessor", vision
+        out,
+        "Qwen2_5_VLProcessor",
+        "Qwen2VLImageProcessor",
+        "Qwen2VLVideoProcessor",
+        _qwen_limits(14),
     )
     return out
 
@@ -292,52 +318,23 @@ def build_qwen3_vl(out: Path, seed: int = 0, thinking: bool = False) -> Path:
 
     tokenizer = _qwen_tokenizer()
     ids = _ids(tokenizer, QWEN_TOKENS)
+    rope = {"mrope_section": [6, 5, 5], "mrope_interleaved": True, "rope_theta": 5000000.0}
     config = Qwen3VLConfig(
-        text_config={
-            **TEXT,
-            "head_dim": 32,
-            "vocab_size": len(tokenizer),
-            "rope_parameters": {
-                "rope_type": "default",
-                "mrope_section": [6, 5, 5],  # sums to head_dim / 2
-                "mrope_interleaved": True,
-                "rope_theta": 5000000.0,
-            },
-            "bos_token_id": ids["<|endoftext|>"],
-            "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
-        },
-        vision_config={
-            "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 2,
-            "out_hidden_size": TEXT["hidden_size"],
-            "patch_size": 16,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-            "num_position_embeddings": 144,  # a 12 x 12 grid of learned positions, interpolated
-            "deepstack_visual_indexes": [1],
-        },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
+        text_config=_qwen_text(tokenizer, ids, rope, head_dim=32),  # sections sum to 32 / 2
+        vision_config=_qwen_vision(
+            16,
+            num_position_embeddings=144,  # a 12 x 12 grid of learned positions, interpolated
+            deepstack_visual_indexes=[1],
+        ),
+        **_qwen_tokens(ids),
     )
     config.architectures = ["Qwen3VLForConditionalGeneration"]
     torch.manual_seed(seed)
     model = Qwen3VLForConditionalGeneration(config).eval()
-    vision = {
-        "patch_size": 16,
-        "merge_size": 2,
-        "temporal_patch_size": 2,
-        "min_pixels": 32 * 32 * 4,
-        "max_pixels": 32 * 32 * 64,
-    }
     template = QWEN3_VL_THINKING_TEMPLATE if thinking else QWEN3_VL_TEMPLATE
     _save(out, model, tokenizer, template, ids, ("<|im_end|>", "<|endoftext|>"))
     _qwen_processor_files(
-        out, "Qwen3VLProcessor", "Qwen2VLImageProcessor", "Qwen3VLVideoProcessor", vision
+        out, "Qwen3VLProcessor", "Qwen2VLImageProcessor", "Qwen3VLVideoProcessor", _qwen_limits(16)
     )
     return out
 
