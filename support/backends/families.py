@@ -23,9 +23,7 @@ are not here yet, the architecture its registry entry declares (registry.py).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -75,24 +73,10 @@ def family_of_config(config: dict) -> Family | None:
 def config_of(model_id: str) -> dict | None:
     """config.json of a local folder or of a hub id's local snapshot; None when there is none
     here (never touches the network) or it is not JSON."""
-    from support.backends.model_folder import local_path
+    from support.backends.model_folder import model_json
 
-    path = local_path(model_id)
-    if path is None:
-        try:
-            from huggingface_hub import try_to_load_from_cache
-
-            found = try_to_load_from_cache(model_id, "config.json")
-        except Exception:  # no huggingface_hub, not a repo id
-            found = None
-        path = Path(found).parent if isinstance(found, str) else None
-    if path is None or not (path / "config.json").is_file():
-        return None
-    try:
-        loaded = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
+    found = model_json(model_id, "config.json")
+    return found[1] if found is not None else None
 
 
 def family_of(model_id: str, declared: str | None = None) -> Family | None:

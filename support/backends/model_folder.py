@@ -13,7 +13,9 @@ network), or else the id itself.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
+from typing import Any
 
 from support.file_hashes import HASH_MEMO, FileHashes
 
@@ -52,6 +54,35 @@ def checked_folder(name: str, model_id: str) -> Path | None:
         what = "does not exist" if not path.exists() else "has no config.json"
         raise BackendUnavailable(f"{name}: model folder {path} {what}")
     return path
+
+
+def model_file(model_id: str, name: str) -> Path | None:
+    """The file `name` of a model: in its local folder, or in the local Hugging Face cache's
+    snapshot of a hub id (offline, never the network); None when it is not here."""
+    folder = local_path(model_id)
+    if folder is not None:
+        path = folder / name
+        return path if path.is_file() else None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(model_id, name)
+    except Exception:  # no huggingface_hub, not a repo id
+        return None
+    return Path(cached) if isinstance(cached, str) else None
+
+
+def model_json(model_id: str, name: str) -> tuple[Path, dict[str, Any]] | None:
+    """`model_file(model_id, name)` and its JSON object; None when the file is not here, cannot
+    be read or holds no JSON object."""
+    path = model_file(model_id, name)
+    if path is None:
+        return None
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return (path, loaded) if isinstance(loaded, dict) else None
 
 
 def folder_revision(path: Path, hashes: FileHashes | None = None) -> str:

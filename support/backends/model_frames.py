@@ -39,10 +39,8 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from support.backends.families import Family
@@ -123,12 +121,14 @@ def resize_rule(model_id: str, family: Family | str | None) -> ResizeRule | None
 def _resize_rule(model_id: str, family: str | None) -> ResizeRule | None:
     if family not in HUB_DEFAULTS:
         return None
-    found = _config_file(model_id)
-    settings = _read_json(found) if found is not None else None
-    if found is None or settings is None:
+    from support.backends.model_folder import model_json
+
+    found = model_json(model_id, CONFIG_FILE)
+    if found is None:
         source, defaults = HUB_DEFAULTS[family]
         return _rule(copy.deepcopy(dict(defaults)), f"hub default ({source})")
-    return _rule(settings, str(found))
+    path, settings = found
+    return _rule(settings, str(path))
 
 
 def _rule(settings: dict[str, Any], source: str) -> ResizeRule:
@@ -148,29 +148,3 @@ def _rule(settings: dict[str, Any], source: str) -> ResizeRule:
         raise ValueError(
             f"{source}: not an image processor config Qwen2-VL's takes ({exc})"
         ) from exc
-
-
-def _config_file(model_id: str) -> Path | None:
-    """The model's preprocessor_config.json: in its folder, or in the local Hugging Face cache's
-    snapshot of a hub id (offline); None when there is none here."""
-    from support.backends.model_folder import local_path
-
-    folder = local_path(model_id)
-    if folder is not None:
-        path = folder / CONFIG_FILE
-        return path if path.is_file() else None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(model_id, CONFIG_FILE)
-    except Exception:  # no huggingface_hub, not a repo id
-        return None
-    return Path(cached) if isinstance(cached, str) else None
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        loaded = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return loaded if isinstance(loaded, dict) else None

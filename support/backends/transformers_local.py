@@ -28,7 +28,6 @@ import importlib.metadata
 import importlib.util
 import sys
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,12 +91,6 @@ class TransformersBackend(Backend):
     default_concurrency = 1
 
     @classmethod
-    def box_convention(cls, model_id: str) -> str:
-        """The family's box frame (its config's architecture), else the id's tags."""
-        family = family_of(model_id)
-        return family.box_frame if family is not None else super().box_convention(model_id)
-
-    @classmethod
     def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
         """The packages, the model folder, torchvision for a family whose processor imports it,
         and an accelerator asked for with `--device` (the only check that imports torch)."""
@@ -120,13 +113,7 @@ class TransformersBackend(Backend):
         return None
 
     @classmethod
-    def create(
-        cls,
-        name: str,
-        model_id: str,
-        opts: BackendOptions,
-        engine: Mapping[str, Any] | None = None,
-    ) -> Backend:
+    def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
         try:
             return make_transformers_backend(name, model_id, opts)
         except ImportError as exc:

@@ -135,12 +135,6 @@ class VLLMBackend(Backend):
     prefill = NATIVE_PREFILL  # the chat template rendered with the assistant turn open
 
     @classmethod
-    def box_convention(cls, model_id: str) -> str:
-        """The family's box frame (its config's architecture), else the id's tags."""
-        family = family_of(model_id)
-        return family.box_frame if family is not None else super().box_convention(model_id)
-
-    @classmethod
     def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
         from support.backends.model_folder import checked_folder
 
