@@ -395,6 +395,12 @@ def models_section(
                 "n": len(mine),
                 "sent": sum(o.backend_calls for o in mine),
                 "cache_hits": sum(o.cache_hits for o in mine),
+                # tokens written: thinking apart from the answer (both billed as output)
+                "output_tokens": sum(o.usage.output_tokens for o in mine),
+                "reasoning_tokens": sum(o.usage.reasoning_tokens for o in mine),
+                "truncated": sum(o.truncated for o in mine),
+                # what backends changed of requests to fit the model's rules (api_models.py)
+                "adapted": sorted({a for o in mine for a in o.adapted}),
             },
         }
         if len(identities) > 1:  # processes disagreed: every identity is recorded

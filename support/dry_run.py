@@ -10,7 +10,10 @@ counting only the first would undercount (30 counted that way).
 
 The placeholder's usage carries the estimate, so it reaches the controller on the outcomes, as
 real usage does (across xdist workers too): input tokens by support.backends.tokens, output tokens
-at their bound, `max_tokens` per sample. A cached answer counts no tokens in a dry run.
+at their bound, the limit a request is sent with per sample: its `max_tokens` plus, for a
+thinking model, the room its thinking is given (support.backends.api_models.output_bound: the
+budget chosen, else the model's documented or assumed room at its effort; dry_run.csv's
+`thinking_room` column). A cached answer counts no tokens in a dry run.
 
 Multi-stage cases (pgt's stage 2, dynamic's later rounds) cannot know their later requests
 without the answers: they are counted from what the placeholder answers lead to. The count is
@@ -25,9 +28,16 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from support.backends.api_models import (
+    PLAIN_RULES,
+    Rules,
+    batch_cost_usd,
+    cost_usd,
+    output_bound,
+)
 from support.backends.base import Backend
-from support.backends.prices import batch_cost_usd, cost_usd
 from support.backends.registry import model_spec
+from support.backends.thinking import Thinking
 from support.backends.tokens import request_tokens, text_method
 from support.cache import ResponseCache
 from support.types import Outcome, Request, Response, Usage
@@ -35,7 +45,8 @@ from support.types import Outcome, Request, Response, Usage
 PLACEHOLDER = "(dry run: no answer)"  # the text of every answer in a dry run
 NOTE = (
     "dry run: nothing sent; later stages of multi-stage cases (pgt stage 2, dynamic rounds) are "
-    "counted from placeholder answers; output tokens at their bound (max_tokens)"
+    "counted from placeholder answers; output tokens at their bound (max_tokens, plus a thinking "
+    "model's room for thinking: thinking_room, tokens a request)"
 )
 
 
@@ -44,10 +55,19 @@ class DryRunBackend(Backend):
 
     It keeps the wrapped backend's name and identity, so cache keys are the real run's."""
 
-    def __init__(self, inner: Backend, provider: str, model_id: str = "") -> None:
+    def __init__(
+        self,
+        inner: Backend,
+        provider: str,
+        model_id: str = "",
+        rules: Rules = PLAIN_RULES,
+        thinking: Thinking | None = None,
+    ) -> None:
         self.inner = inner
         self.provider = provider
         self.model_id = model_id
+        self.rules = rules
+        self.thinking = thinking
         self.name = inner.name
         self.identity = inner.identity
         self.reads_hints = inner.reads_hints
@@ -61,7 +81,7 @@ class DryRunBackend(Backend):
             # answers is as many requests as the real answers make (none collide by chance)
             texts=tuple(f"{PLACEHOLDER} {request.digest()[:12]}.{i}" for i in range(request.n)),
             model=self.name,
-            usage=Usage(count.total, request.max_tokens * request.n),
+            usage=Usage(count.total, output_bound(request, self.rules, self.thinking)),
         )
 
     async def aclose(self) -> None:
@@ -111,6 +131,7 @@ def estimate_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
                 "input_tokens": tokens_in,
                 "text_counted_by": text_method(spec.provider),
                 "max_output_tokens": tokens_out,
+                "thinking_room": (spec.rules or PLAIN_RULES).room(spec.thinking),
                 "cost_usd": cost_usd(spec.model_id, usage),
                 "batch_cost_usd": batch_cost_usd(spec.provider, spec.model_id, usage),
             }
@@ -124,6 +145,7 @@ def estimate_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
             "input_tokens",
             "text_counted_by",
             "max_output_tokens",
+            "thinking_room",
             "cost_usd",
             "batch_cost_usd",
         ],

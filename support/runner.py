@@ -53,6 +53,14 @@ class CallLog:
             "backend_calls": sum(not r.cached for r in rs),
             "cache_hits": sum(r.cached for r in rs),
             "rendered_prompt": next((r.prompt for r in rs if r.prompt), None),
+            "thinking": tuple(t for r in rs for t in r.thinking if t),
+            # all of them when one answer was cut, so the row says which call and sample
+            "finish_reasons": (
+                tuple(f for r in rs for f in r.finish_reasons)
+                if any(r.truncated for r in rs)
+                else ()
+            ),
+            "adapted": tuple(dict.fromkeys(a for r in rs for a in r.adapted)),
         }
 
 

@@ -18,6 +18,10 @@ class RunSettings:
     """Options of one run (pytest options map onto these; the library never imports pytest)."""
 
     models: tuple[str, ...] = ("oracle", "chance")
+    # `--reasoning-effort` / `--thinking-budget`: the thinking settings `models` were expanded
+    # by (each a variant MODEL+effort-LEVEL / MODEL+budget-N, support/backends/thinking.py)
+    reasoning_efforts: tuple[str, ...] = ()
+    thinking_budgets: tuple[int, ...] = ()
     samples: int | None = None  # evenly spaced subset of each evaluation's test set
     seed: int = 0  # seeds `chance`, the bootstrap and what evaluations sample; never the data
     cache_dir: Path = Path(".vlmbench-cache")

@@ -1,7 +1,7 @@
 """`--max-cost`: the spending cap's bookkeeping (a run's cap and each model's).
 
 A `Ledger` is one cap: the cost recorded from the answers received in this run (at the list
-price, support/backends/prices.py; a cached answer costs nothing, it is never sent) and the
+price, support/backends/api_models.py; a cached answer costs nothing, it is never sent) and the
 estimated cost of the requests sent and not yet answered (in flight). A request is sent only when
 recorded + in flight + its own estimate stays within the cap, so what is in flight can never
 carry the recorded cost past it; when only what is in flight stands in the way, the request waits
@@ -25,7 +25,14 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from support.backends.prices import batch_cost_usd, cost_usd
+from support.backends.api_models import (
+    PLAIN_RULES,
+    Rules,
+    batch_cost_usd,
+    cost_usd,
+    output_bound,
+)
+from support.backends.thinking import Thinking
 from support.backends.tokens import request_tokens
 from support.types import Request, Usage
 
@@ -120,17 +127,27 @@ class Spending:
     than held: a batch's requests are all in flight until it ends."""
 
     def __init__(
-        self, provider: str, model_id: str, ledgers: list[Ledger], batch: bool = False
+        self,
+        provider: str,
+        model_id: str,
+        ledgers: list[Ledger],
+        batch: bool = False,
+        rules: Rules = PLAIN_RULES,
+        thinking: Thinking | None = None,
     ) -> None:
         self.provider = provider
         self.model_id = model_id
         self.ledgers = ledgers
         self.batch = batch
+        self.rules = rules  # the model's: its thinking room is part of a request's bound
+        self.thinking = thinking
 
     def estimate_usd(self, request: Request) -> float:
-        """The request's cost if its input is as counted and its output at its bound."""
+        """The request's cost if its input is as counted and its output at its bound (the
+        answer's limit plus a thinking model's room: api_models.output_bound)."""
         count = request_tokens(self.provider, request, self.model_id)
-        return self.cost_usd(Usage(count.total, request.max_tokens * request.n))
+        bound = output_bound(request, self.rules, self.thinking)
+        return self.cost_usd(Usage(count.total, bound))
 
     def cost_usd(self, usage: Usage) -> float:
         if self.batch:

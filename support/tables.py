@@ -26,11 +26,12 @@ def calls_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
 
 
 def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
-    """Per model: cases, tokens and cost in USD (from support.backends.prices; empty where the
-    model has no price). Cached answers count too: they are what the run would have cost. What
-    was answered through a batch API (`Outcome.batch_usage`) is priced at the batch price, and
-    `batch_cost_usd` is that part of `cost_usd`."""
-    from support.backends.prices import batch_cost_usd, cost_usd
+    """Per model: cases, tokens (output = reasoning + answer; thinking is billed as output) and
+    cost in USD (from support.backends.api_models; empty where the model has no price), and
+    the outcomes whose answer the token limit cut. Cached answers count too: they are what the
+    run would have cost. What was answered through a batch API (`Outcome.batch_usage`) is
+    priced at the batch price, and `batch_cost_usd` is that part of `cost_usd`."""
+    from support.backends.api_models import batch_cost_usd, cost_usd
     from support.backends.registry import spec_or_unregistered
 
     rows: dict[str, dict] = {}
@@ -42,6 +43,9 @@ def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
                 "cases": 0,
                 "input_tokens": 0,
                 "output_tokens": 0,
+                "reasoning_tokens": 0,
+                "answer_tokens": 0,
+                "truncated": 0,
                 "cost_usd": 0.0,
                 "batch_cost_usd": 0.0,
             },
@@ -49,6 +53,9 @@ def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
         r["cases"] += 1
         r["input_tokens"] += o.usage.input_tokens
         r["output_tokens"] += o.usage.output_tokens
+        r["reasoning_tokens"] += o.usage.reasoning_tokens
+        r["answer_tokens"] += o.usage.answer_tokens
+        r["truncated"] += int(o.truncated)
         spec = spec_or_unregistered(o.model)  # the price is the model id's ("gpt-4.1")
         cost = cost_usd(spec.model_id, o.usage - o.batch_usage)
         batch = 0.0
@@ -59,7 +66,17 @@ def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
         else:
             r["cost_usd"] += cost + batch
             r["batch_cost_usd"] += batch
-    columns = ["model", "cases", "input_tokens", "output_tokens", "cost_usd", "batch_cost_usd"]
+    columns = [
+        "model",
+        "cases",
+        "input_tokens",
+        "output_tokens",  # every token written and billed: reasoning + answer
+        "reasoning_tokens",
+        "answer_tokens",
+        "truncated",  # outcomes with an answer cut by the token limit
+        "cost_usd",
+        "batch_cost_usd",
+    ]
     import pandas as pd
 
     return pd.DataFrame([rows[m] for m in sorted(rows)], columns=columns)

@@ -14,7 +14,7 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -213,21 +213,32 @@ def _token_count(value: object) -> int | None:
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts reported by the backend (0 where it reports none)."""
+    """Token counts reported by the backend (0 where it reports none).
+
+    `output_tokens` is every token the model wrote and is billed for, thinking included;
+    `reasoning_tokens` is the part of it that was thinking (OpenAI's
+    `completion_tokens_details.reasoning_tokens`, Gemini's `thoughts_token_count`, a local
+    model's `<think>` span), 0 where none was reported.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @classmethod
-    def reported(cls, input_tokens: object, *output_tokens: object) -> Usage:
+    def reported(
+        cls, input_tokens: object, *output_tokens: object, reasoning: object = None
+    ) -> Usage:
         """The usage a backend reported, which is untrusted: `output_tokens` are summed (e.g.
-        answer and thought tokens), None counts 0. A count that is not a non-negative whole
-        number (negative, NaN, infinite, text) makes the response's usage unknown: Usage(),
-        not counted and not priced, with one warning per process."""
-        counts = [input_tokens, *output_tokens]
+        answer and thought tokens), None counts 0; `reasoning` is the part of them that was
+        thinking (kept within their sum). A count that is not a non-negative whole number
+        (negative, NaN, infinite, text) makes the response's usage unknown: Usage(), not
+        counted and not priced, with one warning per process."""
+        counts = [input_tokens, *output_tokens, reasoning]
         if all(_token_count(c) is not None for c in counts):
             found = [_token_count(c) or 0 for c in counts]
-            return cls(found[0], sum(found[1:]))
+            out = sum(found[1:-1])
+            return cls(found[0], out, min(found[-1], out))
         global _warned_usage
         if not _warned_usage:
             _warned_usage = True
@@ -238,20 +249,49 @@ class Usage:
             )
         return cls()
 
+    @property
+    def answer_tokens(self) -> int:
+        """Output tokens that were not thinking."""
+        return self.output_tokens - self.reasoning_tokens
+
+    def to_json(self) -> dict[str, int]:
+        """Plain JSON; `reasoning_tokens` only when there were some (so a run without thinking
+        writes what it always wrote)."""
+        d = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.reasoning_tokens:
+            d["reasoning_tokens"] = self.reasoning_tokens
+        return d
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
     def __sub__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens - other.input_tokens, self.output_tokens - other.output_tokens
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.reasoning_tokens - other.reasoning_tokens,
         )
+
+
+# finish reasons that mean the answer was cut by the token limit: OpenAI's and vLLM's "length",
+# Anthropic's "max_tokens", Gemini's "MAX_TOKENS" (each vendor's spelling, as received)
+TRUNCATED_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
 
 
 @dataclass(frozen=True)
 class Response:
-    """A model's answer to one Request: `texts` holds one string per sample (len == request.n)."""
+    """A model's answer to one Request: `texts` holds one string per sample (len == request.n).
+
+    `texts` are the answers only: a model's thinking (reasoning summaries, thinking blocks,
+    thought parts, `<think>` spans) is in `thinking`, one string per sample, never parsed.
+    `finish_reasons` are the vendor's words per sample ("stop", "length", "max_tokens",
+    "MAX_TOKENS", ...; empty: not reported); `adapted` says what the backend changed of the
+    request to fit the model's documented rules (support/backends/api_models.py).
+    """
 
     texts: tuple[str, ...]
     model: str
@@ -260,10 +300,16 @@ class Response:
     cached: bool = False
     prompt: str | None = None  # the prompt text as rendered for a local model (chat template)
     batch: bool = False  # answered through the provider's batch API (priced at the batch price)
+    thinking: tuple[str, ...] = ()  # one per sample when the model's thinking came back
+    finish_reasons: tuple[str, ...] = ()  # one per sample, as the vendor spells it
+    adapted: tuple[str, ...] = ()  # what was changed of the request, e.g. "temperature omitted"
 
     def __post_init__(self) -> None:
         # the one place answers enter: every backend builds a Response, the cache reads one
         object.__setattr__(self, "texts", tuple(valid_text(t) for t in self.texts))
+        object.__setattr__(self, "thinking", tuple(valid_text(t) for t in self.thinking))
+        object.__setattr__(self, "finish_reasons", tuple(str(r) for r in self.finish_reasons))
+        object.__setattr__(self, "adapted", tuple(str(a) for a in self.adapted))
         if self.prompt is not None:
             object.__setattr__(self, "prompt", valid_text(self.prompt))
 
@@ -271,16 +317,28 @@ class Response:
     def text(self) -> str:
         return self.texts[0] if self.texts else ""
 
+    @property
+    def truncated(self) -> bool:
+        """Whether any sample was cut by the token limit (TRUNCATED_REASONS)."""
+        return any(r in TRUNCATED_REASONS for r in self.finish_reasons)
+
+    def sample_truncated(self, i: int) -> bool:
+        """Whether sample `i` was cut by the token limit."""
+        return i < len(self.finish_reasons) and self.finish_reasons[i] in TRUNCATED_REASONS
+
     def to_json(self) -> dict[str, Any]:
         d = {
             "texts": list(self.texts),
             "model": self.model,
-            "usage": asdict(self.usage),
+            "usage": self.usage.to_json(),
             "latency_s": self.latency_s,
             "prompt": self.prompt,
         }
         if self.batch:  # only then: a synchronous answer's JSON is what it always was
             d["batch"] = True
+        for name in ("thinking", "finish_reasons", "adapted"):  # likewise
+            if getattr(self, name):
+                d[name] = list(getattr(self, name))
         return d
 
     @classmethod
@@ -293,6 +351,9 @@ class Response:
             cached=cached,
             prompt=d.get("prompt"),
             batch=bool(d.get("batch", False)),
+            thinking=tuple(d.get("thinking", ())),
+            finish_reasons=tuple(d.get("finish_reasons", ())),
+            adapted=tuple(d.get("adapted", ())),
         )
 
 
@@ -327,6 +388,10 @@ def outcome_id(item_id: str, model: str) -> str:
     """An outcome's `case_id`: its item's id (the case's, or what a verdict names) then
     `-<model>`, unique across the models of a run; `Outcome.item_id` takes the suffix off."""
     return f"{item_id}-{model}"
+
+
+# Outcome fields written to JSON only when not empty
+OPTIONAL_FIELDS = ("thinking", "finish_reasons", "adapted")
 
 
 @dataclass(frozen=True)
@@ -364,10 +429,22 @@ class Outcome:
     error: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict, hash=False)
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    # the model's thinking, each call's samples in call order (kept apart, never parsed)
+    thinking: tuple[str, ...] = ()
+    # each call's samples' finish reasons, in call order, when one was cut by the token limit
+    finish_reasons: tuple[str, ...] = ()
+    adapted: tuple[str, ...] = ()  # what the backend changed of the requests (Response.adapted)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown outcome status {self.status!r}")
+        for name in OPTIONAL_FIELDS:
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @property
+    def truncated(self) -> bool:
+        """Whether an answer of this outcome was cut by the token limit."""
+        return any(r in TRUNCATED_REASONS for r in self.finish_reasons)
 
     @property
     def item_id(self) -> str:
@@ -382,8 +459,13 @@ class Outcome:
         d = {f.name: getattr(self, f.name) for f in OUTCOME_FIELDS}
         for name in ("group", "scores", "params", "extra"):
             d[name] = dict(d[name])
-        d["usage"] = asdict(self.usage)
-        d["batch_usage"] = asdict(self.batch_usage)
+        d["usage"] = self.usage.to_json()
+        d["batch_usage"] = self.batch_usage.to_json()
+        for name in OPTIONAL_FIELDS:  # only when there is something: older rows stay the same
+            if d[name]:
+                d[name] = list(d[name])
+            else:
+                del d[name]
         return d
 
     @classmethod

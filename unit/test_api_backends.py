@@ -27,6 +27,7 @@ from support.backends.anthropic_messages import (  # noqa: E402
     anthropic_result,
     anthropic_retryable,
 )
+from support.backends.api_models import BY_ID, batch_cost_usd, cost_usd  # noqa: E402
 from support.backends.base import BackendError, BackendUnavailable  # noqa: E402
 from support.backends.gemini import (  # noqa: E402
     GeminiBackend,
@@ -43,7 +44,6 @@ from support.backends.openai_chat import (  # noqa: E402
     openai_result,
     openai_retryable,
 )
-from support.backends.prices import PRICES, cost_usd  # noqa: E402
 from support.backends.registry import BackendOptions, create_backend, model_spec  # noqa: E402
 from support.backends.retry import MalformedResponse, call_with_retry  # noqa: E402
 from support.secrets import redact, register_secret  # noqa: E402
@@ -138,9 +138,10 @@ def test_openai_result_orders_choices_and_reads_usage():
             "usage": {"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129},
         }
     )
-    texts, usage = openai_result(completion)
+    texts, usage, thinking, reasons = openai_result(completion)
     assert texts == ("first", "second", "")
     assert usage == Usage(120, 9)
+    assert thinking == ("", "", "") and reasons == ("stop", "stop", "stop")
 
 
 @pytest.mark.parametrize("body", ["not json", {"id": "x"}, {"choices": []}])
@@ -195,7 +196,7 @@ def test_anthropic_result():
             "usage": {"input_tokens": 30, "output_tokens": 4},
         }
     )
-    assert anthropic_result(message) == ("B) done", Usage(30, 4))
+    assert anthropic_result(message) == (("B) done",), Usage(30, 4), ("",), ("end_turn",))
     with pytest.raises(MalformedResponse):
         anthropic_result("<html>bad gateway</html>")
 
@@ -244,7 +245,12 @@ def test_gemini_result():
             },
         }
     )
-    assert gemini_result(response) == (("one", "two", ""), Usage(50, 9))
+    assert gemini_result(response) == (
+        ("one", "two", ""),
+        Usage(50, 9, reasoning_tokens=3),
+        ("hmm", "", ""),
+        ("", "", "SAFETY"),
+    )
     with pytest.raises(MalformedResponse):
         gemini_result(genai_types.GenerateContentResponse.model_validate({}))
     blocked = genai_types.GenerateContentResponse.model_validate(
@@ -478,7 +484,7 @@ def test_gemini_retries_a_timed_out_attempt_with_aiohttp_importable(monkeypatch)
 
 
 def test_prices():
-    assert set(PRICES) >= {
+    assert set(BY_ID) >= {
         "gpt-4o-mini",
         "gpt-4o",
         "claude-3-5-sonnet-20241022",
@@ -490,6 +496,11 @@ def test_prices():
     assert cost_usd(model_spec("openai:gpt-4o").model_id, Usage(1000, 0)) == pytest.approx(0.0025)
     assert cost_usd("openai:gpt-4o", Usage(1000, 0)) is None  # a --model name is not a price key
     assert cost_usd("unknown-model", Usage(10, 10)) is None
+    # thinking is billed as output: reasoning tokens are part of output_tokens, priced with them
+    thought = Usage(0, 1_000_000, reasoning_tokens=900_000)
+    assert cost_usd("gpt-6.2-sol", thought) == pytest.approx(10.0)
+    assert batch_cost_usd("openai", "gpt-6.2-sol", thought) == pytest.approx(5.0)
+    assert batch_cost_usd("anthropic", "gpt-6.2-sol", thought) is None  # not its provider
 
 
 # -- end to end through a mock transport (no socket) ---------------------------------------------

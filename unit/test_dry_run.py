@@ -14,7 +14,7 @@ import pytest
 from api_runs import api_env, run_evaluation
 
 from support.backends import tokens
-from support.backends.prices import batch_cost_usd, cost_usd
+from support.backends.api_models import batch_cost_usd, cost_usd
 from support.testing.loopback import LoopbackServer, ScriptRequest
 from support.types import Usage
 

@@ -256,7 +256,15 @@ def test_models_sum_the_processes_and_keep_the_identity():
     oracle = got["oracle"]
     assert (oracle["kind"], oracle["provider"], oracle["identity"]) == ("reference",) * 2 + (ident,)
     assert (oracle["sent"], oracle["cache_hits"], oracle["processes"]) == (5, 1, 2)
-    assert oracle["outcomes"] == {"n": 5, "sent": 5, "cache_hits": 0}
+    assert oracle["outcomes"] == {
+        "n": 5,
+        "sent": 5,
+        "cache_hits": 0,
+        "output_tokens": 0,
+        "reasoning_tokens": 0,
+        "truncated": 0,
+        "adapted": [],
+    }
     assert "identities" not in oracle
     chance = got["chance"]  # no process used it: no identity, nothing counted
     assert chance["identity"] is None and chance["sent"] == 0 and chance["processes"] == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from api_runs import api_env, run_evaluation
 
-from support.backends.prices import cost_usd
+from support.backends.api_models import cost_usd
 from support.spending import Ledger, MaxCost, Spending, SpendingCapReached, parse_max_cost
 from support.testing.loopback import LoopbackServer, ScriptRequest
 from support.types import Part, Request, Usage

@@ -24,10 +24,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from support.backends.api_backend import ApiBackend
+from support.backends.api_backend import Answer, ApiBackend
+from support.backends.api_models import PLAIN_RULES, Rules, plan
 from support.backends.base import NATIVE_PREFILL, register_provider
 from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
+from support.backends.thinking import Thinking
 from support.types import Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -65,32 +67,53 @@ def nonce_of(custom_id: str) -> str | None:
     return nonce if sep else None
 
 
-def anthropic_params(request: Request, model_id: str) -> dict[str, Any]:
-    """Keyword arguments of `messages.create` for one sample of `request`."""
+def anthropic_params(
+    request: Request,
+    model_id: str,
+    *,
+    rules: Rules = PLAIN_RULES,
+    thinking: Thinking | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments of `messages.create` for one sample of `request`, fitted to the
+    model's `rules` and `thinking` setting (api_models.plan): a prefill only where the model
+    takes one, temperature only where accepted, `thinking` (manual: a budget; adaptive: an
+    effort in `output_config`) when a setting is chosen, `max_tokens` grown by its room."""
+    sent = plan(request, rules, thinking)
     content: list[dict[str, Any]] = []
-    for part in request.parts:
+    for part in sent.request.parts:
         if part.is_image:
             source = {"type": "base64", "media_type": part.mime, "data": part.b64()}
             content.append({"type": "image", "source": source})
         else:
             content.append({"type": "text", "text": part.text or ""})
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
-    prefill = (request.prefill or "").rstrip()
+    prefill = (sent.request.prefill or "").rstrip()
     if prefill:
         messages.append({"role": "assistant", "content": prefill})
+    # the SDK's signature may lack newer fields: they travel in extra_body, as temperature does
+    extra: dict[str, Any] = {}
+    if sent.temperature is not None:
+        extra["temperature"] = sent.temperature
+    setting = sent.thinking
+    if setting is not None and setting.budget is not None:
+        extra["thinking"] = {"type": "enabled", "budget_tokens": setting.budget}
+    elif setting is not None and setting.effort is not None:
+        extra["thinking"] = {"type": "adaptive"}
+        extra["output_config"] = {"effort": setting.effort}
     params: dict[str, Any] = {
         "model": model_id,
-        "max_tokens": request.max_tokens,
+        "max_tokens": sent.max_tokens,
         "messages": messages,
-        "extra_body": {"temperature": request.temperature},
+        "extra_body": extra,
     }
     if request.system:
         params["system"] = request.system
     return params
 
 
-def anthropic_result(message: Any) -> tuple[str, Usage]:
-    """The concatenated text blocks and the usage of one Message.
+def anthropic_result(message: Any) -> Answer:
+    """The concatenated text blocks, usage, thinking blocks (their text; a redacted block's
+    is opaque and left out) and stop reason of one Message (one sample).
 
     Raises MalformedResponse when the body is not a message (the SDK returns the raw text of a
     non-JSON body and does not validate fields by default).
@@ -99,10 +122,33 @@ def anthropic_result(message: Any) -> tuple[str, Usage]:
     if not isinstance(content, list):
         raise MalformedResponse(f"no content in the response ({type(message).__name__})")
     text = "".join(block.text or "" for block in content if getattr(block, "type", None) == "text")
+    thought = "".join(
+        getattr(block, "thinking", None) or ""
+        for block in content
+        if getattr(block, "type", None) == "thinking"
+    )
+    reason = getattr(message, "stop_reason", None)
+    reasons = (str(reason),) if isinstance(reason, str) else ()
     usage = getattr(message, "usage", None)
     if usage is None:
-        return text, Usage()
-    return text, Usage.reported(usage.input_tokens, usage.output_tokens)
+        return Answer((text,), Usage(), (thought,), reasons)
+    # thinking is billed as output and counted in output_tokens; no separate count is given
+    return Answer(
+        (text,), Usage.reported(usage.input_tokens, usage.output_tokens), (thought,), reasons
+    )
+
+
+def joined(answers: Sequence[Answer]) -> Answer:
+    """One sample an answer (the API has no `n`) -> one Answer of them all, usage summed."""
+    usage = Usage()
+    for answer in answers:
+        usage = usage + answer.usage
+    return Answer(
+        tuple(t for a in answers for t in a.texts),
+        usage,
+        tuple(t for a in answers for t in a.thinking),
+        tuple(r for a in answers for r in a.finish_reasons),
+    )
 
 
 def anthropic_retryable(exc: BaseException) -> bool:
@@ -153,15 +199,20 @@ class AnthropicBackend(ApiBackend):
         args = self.guarded_client_args(anthropic.DEFAULT_CONNECTION_LIMITS)
         return anthropic.DefaultAsyncHttpxClient(**args)
 
-    async def _once(self, params: dict[str, Any]) -> tuple[str, Usage]:
+    async def _once(self, params: dict[str, Any]) -> Answer:
         message = await self._get_client().messages.create(**params)
         return anthropic_result(message)
 
-    async def _sample(self, params: dict[str, Any]) -> tuple[str, Usage]:
+    async def _sample(self, params: dict[str, Any]) -> Answer:
         return await call_with_retry(lambda: self._once(params), anthropic_retryable)
 
+    def params(self, request: Request) -> dict[str, Any]:
+        """`messages.create`'s arguments for one sample, fitted to the model."""
+        return anthropic_params(request, self.model_id, rules=self.rules, thinking=self.thinking)
+
     async def generate(self, request: Request) -> Response:
-        params = anthropic_params(request, self.model_id)
+        adapted = self.plan(request).adapted
+        params = self.params(request)
         start = time.perf_counter()
         tasks = [asyncio.ensure_future(self._sample(params)) for _ in range(request.n)]
         try:
@@ -171,14 +222,8 @@ class AnthropicBackend(ApiBackend):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)  # reap them
             raise backend_error(self.name, exc) from None
-        usage = Usage()
-        for _, u in results:
-            usage = usage + u
-        return Response(
-            texts=tuple(text for text, _ in results),
-            model=self.name,
-            usage=usage,
-            latency_s=time.perf_counter() - start,
+        return joined(results).response(
+            self.name, latency_s=time.perf_counter() - start, adapted=adapted
         )
 
     # ---- Message Batches (--batch, support/batches.py) ------------------------------------
@@ -188,7 +233,7 @@ class AnthropicBackend(ApiBackend):
         """One batch item per sample of each request (custom_id: `sample_id`, with `nonce`)."""
         requests = []
         for key, request in items:
-            params = anthropic_params(request, self.model_id)
+            params = self.params(request)
             params = {k: v for k, v in params.items() if k != "extra_body"} | params["extra_body"]
             ids = [sample_id(key, j, request.n, nonce) for j in range(request.n)]
             requests += [{"custom_id": i, "params": params} for i in ids]
@@ -243,7 +288,7 @@ class AnthropicBackend(ApiBackend):
         With `nonce`, only the items carrying it count (a batch taken for an intent by its time
         and size is read only as far as it is that intent's)."""
         client = self._get_client()
-        samples: dict[str, dict[int, tuple[str, Usage] | str]] = {}
+        samples: dict[str, dict[int, Answer | str]] = {}
         wanted: dict[str, int] = {}  # key -> samples asked
         by_prefix = {key[:KEY_CHARS]: key for key in keys}
         by_prefix |= {key[:NONCE_KEY_CHARS]: key for key in keys}
@@ -262,7 +307,7 @@ class AnthropicBackend(ApiBackend):
                 result = entry.result
                 if result.type == "succeeded":
                     try:
-                        found: tuple[str, Usage] | str = anthropic_result(result.message)
+                        found: Answer | str = anthropic_result(result.message)
                     except MalformedResponse as exc:
                         found = f"malformed answer: {exc}"
                 elif result.type == "errored":
@@ -282,11 +327,7 @@ class AnthropicBackend(ApiBackend):
             if sorted(got) != list(range(wanted[key])):
                 continue  # a sample left unanswered
             answers = [got[j] for j in sorted(got)]
-            usage = Usage()
-            for _, u in answers:  # type: ignore[misc]
-                usage = usage + u
-            texts = tuple(text for text, _ in answers)  # type: ignore[misc]
-            out[key] = Response(texts=texts, model=self.name, usage=usage, batch=True)
+            out[key] = joined(answers).response(self.name, batch=True)  # type: ignore[arg-type]
         return out
 
     async def aclose(self) -> None:

@@ -26,9 +26,10 @@ import os
 import time
 import warnings
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
+from support.backends.api_models import Plan, plan, rules_for
 from support.backends.base import (
     Backend,
     BackendError,
@@ -38,11 +39,34 @@ from support.backends.base import (
 )
 from support.backends.redacted_logs import install_log_redaction
 from support.backends.retry import backend_error, call_with_retry
+from support.backends.thinking import Thinking
 from support.concurrency import retry_after_s
 from support.secrets import PLACEHOLDER_KEY, register_secret, register_url, url_credentials
 from support.types import Request, Response, Usage
 
 SENT_AT = "vlmbench_sent_at"  # an httpx request extension: time.monotonic() when sent
+
+
+class Answer(NamedTuple):
+    """What one API call gave: texts (one a sample, the answer only), usage, thinking (one a
+    sample where it came back) and finish reasons (one a sample, as the vendor spells them)."""
+
+    texts: tuple[str, ...]
+    usage: Usage
+    thinking: tuple[str, ...] = ()
+    finish_reasons: tuple[str, ...] = ()
+
+    def response(self, model: str, **kw: Any) -> Response:
+        """The Response of this answer (`kw`: latency_s, batch, adapted)."""
+        thinking = self.thinking if any(self.thinking) else ()
+        return Response(
+            texts=self.texts,
+            model=model,
+            usage=self.usage,
+            thinking=thinking,
+            finish_reasons=self.finish_reasons,
+            **kw,
+        )
 
 
 class ApiBackend(Backend):
@@ -76,6 +100,7 @@ class ApiBackend(Backend):
             base_url=opts.api_base,
             timeout_s=opts.timeout_s,
             max_retries=opts.max_retries,
+            thinking=opts.thinking,
         )
 
     def __init__(
@@ -88,6 +113,7 @@ class ApiBackend(Backend):
         timeout_s: float = 60.0,  # seconds, per attempt, end to end (http_guard.py)
         max_retries: int = 5,  # the SDK's own retries
         http_client: Any = None,  # an httpx2.AsyncClient (tests inject a mock transport)
+        thinking: Thinking | None = None,  # the variant's setting; None: the model's default
     ) -> None:
         self.name = name
         self.model_id = model_id
@@ -110,6 +136,11 @@ class ApiBackend(Backend):
         # and the time.monotonic() its attempt was sent at (or None)
         self.rate_limit_listeners: list[Callable[[float | None, float | None], None]] = []
         self.identity = {"provider": self.provider, "model": model_id, "endpoint": self.endpoint}
+        # what the model's API accepts (api_models.py), and the variant's thinking setting
+        self.rules = rules_for(self.provider, model_id)
+        self.thinking = thinking
+        if thinking is not None:  # only then: a model's default setting keys as it always did
+            self.identity["thinking"] = thinking.to_json()
         # the URL that answers (public_url); manifest.json names it (engine statistics)
         self.endpoint_url = answering_endpoint(self.vendor_url, base_url)
         if base_url and not is_vendor_endpoint(self.vendor_url, base_url):
@@ -171,24 +202,37 @@ class ApiBackend(Backend):
         except Exception as exc:
             raise backend_error(self.name, exc) from None
 
+    def plan(self, request: Request) -> Plan:
+        """What is sent for `request` under the model's rules and thinking setting
+        (api_models.plan); BackendError for a request the model cannot take at all (more
+        images than its API allows)."""
+        limit = self.rules.max_images
+        if limit is not None and len(request.images) > limit:
+            raise BackendError(
+                f"{self.name}: {len(request.images)} images in one request; "
+                f"{self.model_id} takes at most {limit}"
+            )
+        return plan(request, self.rules, self.thinking)
+
     async def _call(
         self,
         request: Request,
-        once: Callable[[], Awaitable[tuple[tuple[str, ...], Usage]]],
+        once: Callable[[], Awaitable[Answer]],
         retryable: Callable[[BaseException], bool],
+        adapted: tuple[str, ...] = (),
     ) -> Response:
         """`once()` with the outer retry; any escaping SDK error becomes a redacted BackendError."""
         start = time.perf_counter()
         try:
-            texts, usage = await call_with_retry(once, retryable)
+            answer = await call_with_retry(once, retryable)
         except Exception as exc:
             # from None: the SDK's exception chain is not shown where the key could hide
             raise backend_error(self.name, exc) from None
-        if len(texts) != request.n:
-            raise BackendError(f"{self.name}: asked for {request.n} samples, got {len(texts)}")
-        return Response(
-            texts=texts, model=self.name, usage=usage, latency_s=time.perf_counter() - start
-        )
+        if len(answer.texts) != request.n:
+            raise BackendError(
+                f"{self.name}: asked for {request.n} samples, got {len(answer.texts)}"
+            )
+        return answer.response(self.name, latency_s=time.perf_counter() - start, adapted=adapted)
 
 
 def client_endpoint(

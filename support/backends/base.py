@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from support.backends.thinking import Thinking
 from support.secrets import watch_variables
 from support.types import Request, Response
 
@@ -44,6 +45,9 @@ class BackendOptions:
     # a dry run (--dry-run) sends nothing, so an API model needs no key: a missing one is no
     # reason it cannot run, and its backend is built with a placeholder (never started)
     keyless: bool = False
+    # the model variant's thinking setting (support/backends/thinking.py); None: the model's
+    # own default
+    thinking: Thinking | None = None
 
 
 KINDS = ("reference", "api", "local-gpu", "local-cpu")

@@ -22,10 +22,12 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from support.backends.api_backend import ApiBackend
+from support.backends.api_backend import Answer, ApiBackend
+from support.backends.api_models import PLAIN_RULES, Rules, plan
 from support.backends.base import BackendError, register_provider
 from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, is_malformed
+from support.backends.thinking import Thinking
 from support.types import Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -59,32 +61,51 @@ GEMINI_ENDINGS = {
 }
 
 
-def gemini_contents(request: Request) -> tuple[list[types.Content], types.GenerateContentConfig]:
-    """`contents` and `config` of `models.generate_content` for `request`."""
+def gemini_contents(
+    request: Request, *, rules: Rules = PLAIN_RULES, thinking: Thinking | None = None
+) -> tuple[list[types.Content], types.GenerateContentConfig]:
+    """`contents` and `config` of `models.generate_content` for `request`, fitted to the
+    model's `rules` and `thinking` setting (api_models.plan): `max_output_tokens` grown by the
+    room for thinking (it counts against the limit), a `thinking_config` with the budget or
+    level chosen, and thought summaries asked for whenever the model thinks."""
     from google.genai import types
 
+    sent = plan(request, rules, thinking)
     parts = [
         types.Part.from_bytes(data=p.image, mime_type=p.mime)
         if p.image is not None
         else types.Part.from_text(text=p.text or "")
-        for p in request.parts
+        for p in sent.request.parts
     ]
     contents = [types.Content(role="user", parts=parts)]
-    if request.prefill:
-        prefill = types.Part.from_text(text=request.prefill)
+    if sent.request.prefill:
+        prefill = types.Part.from_text(text=sent.request.prefill)
         contents.append(types.Content(role="model", parts=[prefill]))
+    thinking_config = None
+    if rules.thinks(thinking):
+        setting = sent.thinking
+        thinking_config = types.ThinkingConfig(
+            include_thoughts=True,
+            thinking_budget=setting.budget if setting is not None else None,
+            thinking_level=setting.effort.upper() if setting and setting.effort else None,
+        )
+    elif thinking is not None:  # a budget of 0: thinking off
+        thinking_config = types.ThinkingConfig(thinking_budget=thinking.budget)
     config = types.GenerateContentConfig(
         system_instruction=request.system or None,
-        temperature=request.temperature,
-        max_output_tokens=request.max_tokens,
+        temperature=sent.temperature,
+        max_output_tokens=sent.max_tokens,
         candidate_count=request.n,
         seed=request.seed,
+        thinking_config=thinking_config,
     )
     return contents, config
 
 
-def gemini_result(response: Any) -> tuple[tuple[str, ...], Usage]:
-    """Texts (one per candidate, in index order, thought parts left out) and usage.
+def gemini_result(response: Any) -> Answer:
+    """Texts (one per candidate, in index order, thought parts left out), usage (thought
+    tokens billed as output and counted apart), thinking (the thought parts' text) and finish
+    reasons.
 
     A prompt the API blocked raises BackendError (no retry helps); a body without candidates
     raises MalformedResponse.
@@ -98,16 +119,29 @@ def gemini_result(response: Any) -> tuple[tuple[str, ...], Usage]:
         raise MalformedResponse(f"no candidates in the response ({type(response).__name__})")
     try:
         indexed = [(_index(c, i), c) for i, c in enumerate(candidates)]
-        texts = tuple(_candidate_text(c) for _, c in sorted(indexed, key=lambda t: t[0]))
+        ordered = [c for _, c in sorted(indexed, key=lambda t: t[0])]
+        texts = tuple(_candidate_text(c) for c in ordered)
+        thinking = tuple(_candidate_text(c, thought=True) for c in ordered)
+        reasons = tuple(_finish_reason(c) for c in ordered)
     except (AttributeError, TypeError) as exc:
         raise MalformedResponse(f"malformed candidate: {exc}") from exc
     meta = getattr(response, "usage_metadata", None)
     if meta is None:
-        return texts, Usage()
+        return Answer(texts, Usage(), thinking, reasons)
     # thinking models bill thought tokens as output; gemini-2.0-flash reports none
-    return texts, Usage.reported(
-        meta.prompt_token_count, meta.candidates_token_count, meta.thoughts_token_count
+    thoughts = meta.thoughts_token_count
+    counted = Usage.reported(
+        meta.prompt_token_count, meta.candidates_token_count, thoughts, reasoning=thoughts
     )
+    return Answer(texts, counted, thinking, reasons)
+
+
+def _finish_reason(candidate: Any) -> str:
+    """The candidate's finish reason as the API spells it ("STOP", "MAX_TOKENS", ...)."""
+    reason = candidate.finish_reason
+    if reason is None:
+        return ""
+    return str(getattr(reason, "name", reason))
 
 
 def _index(candidate: Any, position: int) -> int:
@@ -115,11 +149,12 @@ def _index(candidate: Any, position: int) -> int:
     return candidate.index if isinstance(candidate.index, int) else position
 
 
-def _candidate_text(candidate: Any) -> str:
+def _candidate_text(candidate: Any, thought: bool = False) -> str:
+    """The candidate's answer text (`thought`: its thought parts' text instead)."""
     content = candidate.content
     if content is None or not content.parts:  # e.g. finish_reason SAFETY or MAX_TOKENS
         return ""
-    return "".join(p.text for p in content.parts if p.text and not p.thought)
+    return "".join(p.text for p in content.parts if p.text and bool(p.thought) == thought)
 
 
 def _transport_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
@@ -207,15 +242,22 @@ class GeminiBackend(ApiBackend):
 
     async def _once(
         self, contents: list[types.Content], config: types.GenerateContentConfig
-    ) -> tuple[tuple[str, ...], Usage]:
+    ) -> Answer:
         response = await self._get_client().aio.models.generate_content(
             model=self.model_id, contents=contents, config=config
         )
         return gemini_result(response)
 
+    def contents(self, request: Request) -> tuple[list[types.Content], types.GenerateContentConfig]:
+        """`gemini_contents` fitted to the model."""
+        return gemini_contents(request, rules=self.rules, thinking=self.thinking)
+
     async def generate(self, request: Request) -> Response:
-        contents, config = gemini_contents(request)
-        return await self._call(request, lambda: self._once(contents, config), gemini_retryable)
+        adapted = self.plan(request).adapted
+        contents, config = self.contents(request)
+        return await self._call(
+            request, lambda: self._once(contents, config), gemini_retryable, adapted
+        )
 
     # ---- Batch Mode (--batch, support/batches.py) -----------------------------------------
     batch_limits = GEMINI_BATCH_LIMITS
@@ -227,7 +269,7 @@ class GeminiBackend(ApiBackend):
 
         src = []
         for key, request in items:
-            contents, config = gemini_contents(request)
+            contents, config = self.contents(request)
             item = types.InlinedRequest(contents=contents, config=config, metadata={"key": key})
             src.append(item)
         client = self._get_client()
@@ -287,11 +329,11 @@ class GeminiBackend(ApiBackend):
                 out[key] = f"{row.error.code}: {row.error.message}"[:500]
                 continue
             try:
-                texts, usage = gemini_result(row.response)
+                answer = gemini_result(row.response)
             except Exception as exc:  # blocked or malformed: that item's failure
                 out[key] = f"{type(exc).__name__}: {exc}"[:500]
                 continue
-            out[key] = Response(texts=texts, model=self.name, usage=usage, batch=True)
+            out[key] = answer.response(self.name, batch=True)
         return out
 
     async def aclose(self) -> None:

@@ -34,7 +34,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from support.backends.api_backend import ApiBackend, public_url
+from support.backends.api_backend import Answer, ApiBackend, public_url
+from support.backends.api_models import PLAIN_RULES, Rules, plan
 from support.backends.base import (
     NATIVE_PREFILL,
     Backend,
@@ -45,6 +46,7 @@ from support.backends.base import (
 )
 from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, is_malformed
+from support.backends.thinking import Thinking
 from support.types import Part, Request, Response, Usage
 
 if TYPE_CHECKING:
@@ -92,20 +94,30 @@ def openai_params(
     model_id: str,
     native_prefill: bool,
     image_url: Callable[[Part], str] = data_url,
+    *,
+    rules: Rules = PLAIN_RULES,
+    thinking: Thinking | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments of `chat.completions.create` for `request`."""
+    """Keyword arguments of `chat.completions.create` for `request`, fitted to the model's
+    `rules` and `thinking` setting (api_models.plan): the token limit in the field the model
+    takes (`max_completion_tokens` for reasoning models), temperature only where accepted,
+    `reasoning_effort` when a level is chosen."""
+    sent = plan(request, rules, thinking)
     params: dict[str, Any] = {
         "model": model_id,
-        "messages": openai_messages(request, image_url),
-        "temperature": request.temperature,
-        # `max_tokens` is deprecated by OpenAI in favour of `max_completion_tokens` but still
-        # accepted by the SDK, the chat models here and every OpenAI-compatible server
-        "max_tokens": request.max_tokens,
-        "n": request.n,
+        "messages": openai_messages(sent.request, image_url),
     }
+    if sent.temperature is not None:
+        params["temperature"] = sent.temperature
+    # `max_tokens`: what the chat models here and every OpenAI-compatible server take;
+    # reasoning models refuse it for `max_completion_tokens` (api_models.openai_rules)
+    params[rules.token_field] = sent.max_tokens
+    params["n"] = request.n
+    if sent.thinking is not None and sent.thinking.effort is not None:
+        params["reasoning_effort"] = sent.thinking.effort
     if request.seed is not None:
         params["seed"] = request.seed
-    if request.prefill and native_prefill:
+    if sent.request.prefill and native_prefill:
         params["extra_body"] = dict(CONTINUE_BODY)
     return params
 
@@ -118,23 +130,34 @@ def _dumps(params: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def openai_body(request: Request, model_id: str, native_prefill: bool) -> bytes:
+def openai_body(
+    request: Request,
+    model_id: str,
+    native_prefill: bool,
+    *,
+    rules: Rules = PLAIN_RULES,
+    thinking: Thinking | None = None,
+) -> bytes:
     """The JSON body of the Chat Completions call for `request`: what `chat.completions.create(
     **openai_params(...))` sends (`extra_body` merged at the top level), with each image's
     base64 copied in rather than JSON-encoded again."""
-    params = openai_params(request, model_id, native_prefill, image_url=lambda _: IMAGE_SLOT)
+    fit = {"rules": rules, "thinking": thinking}
+    params = openai_params(request, model_id, native_prefill, lambda _: IMAGE_SLOT, **fit)
     images = [p for p in request.parts if p.is_image]
     pieces = _dumps(params).split(IMAGE_SLOT.encode())
     if len(pieces) != len(images) + 1:  # a text held the slot: encode everything
-        return _dumps(openai_params(request, model_id, native_prefill))
+        return _dumps(openai_params(request, model_id, native_prefill, **fit))
     out = [pieces[0]]
     for part, rest in zip(images, pieces[1:], strict=True):
         out += [f"data:{part.mime};base64,".encode(), part.b64_ascii, rest]
     return b"".join(out)
 
 
-def openai_result(completion: Any) -> tuple[tuple[str, ...], Usage]:
-    """Texts (one per choice, in index order) and usage of a ChatCompletion.
+def openai_result(completion: Any) -> Answer:
+    """Texts (one per choice, in index order), usage (reasoning tokens apart:
+    `completion_tokens_details.reasoning_tokens`), thinking (an OpenAI-compatible server's
+    `reasoning`, or its older `reasoning_content`, with a reasoning parser; the OpenAI API
+    returns none on Chat Completions) and finish reasons of a ChatCompletion.
 
     Raises MalformedResponse when the body is not a completion (the SDK returns the raw text of a
     non-JSON body and does not validate fields by default).
@@ -144,13 +167,30 @@ def openai_result(completion: Any) -> tuple[tuple[str, ...], Usage]:
         raise MalformedResponse(f"no choices in the response ({type(completion).__name__})")
     try:
         indexed = [(c.index if isinstance(c.index, int) else i, c) for i, c in enumerate(choices)]
-        texts = tuple(c.message.content or "" for _, c in sorted(indexed, key=lambda t: t[0]))
+        ordered = [c for _, c in sorted(indexed, key=lambda t: t[0])]
+        texts = tuple(c.message.content or "" for c in ordered)
+        thinking = tuple(_reasoning_text(c.message) for c in ordered)
+        reasons = tuple(str(c.finish_reason or "") for c in ordered)
     except (AttributeError, TypeError) as exc:
         raise MalformedResponse(f"malformed choice: {exc}") from exc
     usage = getattr(completion, "usage", None)
     if usage is None:  # some compatible servers omit it
-        return texts, Usage()
-    return texts, Usage.reported(usage.prompt_tokens, usage.completion_tokens)
+        return Answer(texts, Usage(), thinking, reasons)
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
+    counted = Usage.reported(usage.prompt_tokens, usage.completion_tokens, reasoning=reasoning)
+    return Answer(texts, counted, thinking, reasons)
+
+
+def _reasoning_text(message: Any) -> str:
+    """A message's reasoning text: vLLM's `reasoning` (its older `reasoning_content`), kept by
+    the SDK as extra fields; "" when there is none or it is not text."""
+    extra = getattr(message, "model_extra", None) or {}
+    for name in ("reasoning", "reasoning_content"):
+        value = extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 # the Batch API's limits (platform.openai.com/docs/guides/batch, taken 2026-11-25): 50,000
@@ -194,10 +234,10 @@ def openai_batch_row(row: Any) -> Response | str | None:
     response = row.get("response")
     if isinstance(response, dict) and response.get("status_code") == 200:
         try:
-            texts, usage = openai_result(ChatCompletion.model_validate(response.get("body")))
+            answer = openai_result(ChatCompletion.model_validate(response.get("body")))
         except Exception as exc:  # a malformed answer is the item's failure
             return f"malformed answer: {type(exc).__name__}: {exc}"[:500]
-        return Response(texts=texts, model="", usage=usage, batch=True)
+        return answer.response("", batch=True)
     error = row.get("error")
     if error is None and isinstance(response, dict) and isinstance(response.get("body"), dict):
         error = response["body"].get("error")
@@ -270,7 +310,7 @@ class OpenAIChatBackend(ApiBackend):
         args = self.guarded_client_args(openai.DEFAULT_CONNECTION_LIMITS)
         return openai.DefaultAsyncHttpxClient(**args)
 
-    async def _once(self, body: bytes) -> tuple[tuple[str, ...], Usage]:
+    async def _once(self, body: bytes) -> Answer:
         import openai
         from openai.types.chat import ChatCompletion
 
@@ -285,9 +325,15 @@ class OpenAIChatBackend(ApiBackend):
             raise BackendError(compatible_key_hint(str(exc))) from None
         return openai_result(completion)
 
+    def body(self, request: Request) -> bytes:
+        """The request's JSON body, fitted to the model (`openai_body`)."""
+        native = self.prefill == NATIVE_PREFILL
+        return openai_body(request, self.model_id, native, rules=self.rules, thinking=self.thinking)
+
     async def generate(self, request: Request) -> Response:
-        body = openai_body(request, self.model_id, self.prefill == NATIVE_PREFILL)
-        return await self._call(request, lambda: self._once(body), openai_retryable)
+        adapted = self.plan(request).adapted
+        body = self.body(request)
+        return await self._call(request, lambda: self._once(body), openai_retryable, adapted)
 
     # ---- the Batch API (--batch, support/batches.py) ------------------------------------
     batch_limits = OPENAI_BATCH_LIMITS
@@ -295,11 +341,7 @@ class OpenAIChatBackend(ApiBackend):
     async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
         """Upload the requests as a JSONL file (purpose "batch") and create a batch of it, the
         intent's `nonce` in its metadata."""
-        native = self.prefill == NATIVE_PREFILL
-        data = b"".join(
-            openai_batch_line(key, openai_body(request, self.model_id, native))
-            for key, request in items
-        )
+        data = b"".join(openai_batch_line(key, self.body(request)) for key, request in items)
         client = self._get_client()
         try:  # a failed upload or a refused create leaves no batch
             upload = await client.files.create(file=("vlmbench-batch.jsonl", data), purpose="batch")

@@ -62,6 +62,7 @@ from support.backends import (  # noqa: F401
     transformers_local,
     vllm_local,
 )
+from support.backends.api_models import API_MODELS, Rules, describe, rules_for
 from support.backends.base import (
     KINDS,
     Backend,
@@ -71,8 +72,12 @@ from support.backends.base import (
     provider_names,
 )
 from support.backends.families import Family, family_of
+from support.backends.thinking import VARIANT_SEP, Thinking, split_variant, variant_name
 
 ENTRY_POINT_GROUP = "vlmbench.models"
+# ModelSpec.prefill of a model whose API refuses a prefill (Claude 4.6 and later; thinking on a
+# manual-thinking Claude): the prefill goes as a user-turn instruction (api_models.plan)
+UNSUPPORTED_PREFILL = "unsupported"
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,9 @@ class ModelSpec:
     # a local model's config.json architecture, for when its weights are not here yet (the
     # family's traits come from the config where it is: support.backends.families)
     architecture: str = ""
+    # a variant's thinking setting (`name+effort-high`: support/backends/thinking.py); None:
+    # the model's own default
+    thinking: Thinking | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -134,8 +142,21 @@ class ModelSpec:
         return self.backend_class.box_convention(self.model_id)
 
     @property
+    def rules(self) -> Rules | None:
+        """An API model's request rules (support/backends/api_models.py); None for others."""
+        if self.kind != "api":
+            return None
+        return rules_for(self.provider, self.model_id)
+
+    @property
     def prefill(self) -> str:
-        """How a request's prefill reaches the model (`Backend.prefill`)."""
+        """How a request's prefill reaches the model (`Backend.prefill`), or UNSUPPORTED_PREFILL
+        where the model's API refuses one (it is then sent as a user-turn instruction)."""
+        rules = self.rules
+        if rules is not None and (
+            not rules.prefill or (rules.no_prefill_with_thinking and rules.thinks(self.thinking))
+        ):
+            return UNSUPPORTED_PREFILL
         return self.backend_class.prefill
 
     @property
@@ -145,11 +166,18 @@ class ModelSpec:
         family = self.family
         if family is not None:
             traits["family"] = family.name
+        rules = self.rules
+        if rules is not None and rules != Rules():
+            traits.update(describe(rules, self.thinking))
+        elif self.thinking is not None:
+            traits["thinking"] = self.thinking.label
         return traits
 
     def build(self, opts: BackendOptions | None = None) -> Backend:
         """The backend; BackendUnavailable when it cannot run here (an optional extra missing)."""
         opts = opts or BackendOptions()
+        if self.thinking is not None:
+            opts = dataclasses.replace(opts, thinking=self.thinking)
         try:
             if self.factory is not None:
                 return self.factory(self, opts)
@@ -194,10 +222,6 @@ def _chance(spec: ModelSpec, opts: BackendOptions) -> Backend:
     return ChanceBackend(spec.name, seed=opts.seed)
 
 
-def _api(name: str, provider: str) -> ModelSpec:
-    return ModelSpec(name, "api", provider, name)
-
-
 def _gpu(name: str, model_id: str, architecture: str, **engine: Any) -> ModelSpec:
     return ModelSpec(name, "local-gpu", "vllm", model_id, engine=engine, architecture=architecture)
 
@@ -212,11 +236,8 @@ _BUILTIN: tuple[ModelSpec, ...] = (
         "chance", "reference", "reference", "chance", _chance,
         description="seeded random answers: the chance level",
     ),
-    _api("gpt-4o-mini", "openai"),
-    _api("gpt-4o", "openai"),
-    _api("claude-3-5-sonnet-20241022", "anthropic"),
-    _api("claude-sonnet-4-20250514", "anthropic"),
-    _api("gemini-2.0-flash", "google"),
+    # the API models of support/backends/api_models.py's table, by their ids
+    *(ModelSpec(m.model_id, "api", m.provider, m.model_id) for m in API_MODELS),
     _gpu("qwen25-vl-7b", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen2_5_VLForConditionalGeneration"),
     _gpu("qwen3-vl-8b", "Qwen/Qwen3-VL-8B-Instruct", "Qwen3VLForConditionalGeneration"),
     _gpu("qwen3-vl-8b-thinking", "Qwen/Qwen3-VL-8B-Thinking", "Qwen3VLForConditionalGeneration"),
@@ -295,8 +316,12 @@ def known_names() -> list[str]:
 
 
 def model_spec(name: str) -> ModelSpec:
-    """The spec of a registered name or of `provider:model-id`; ValueError for unknown names
-    and for a model id its provider's class refuses (`check_model_id`: a bad planted rule)."""
+    """The spec of a registered name or of `provider:model-id`, or of a thinking variant of
+    either (`gpt-5.4+effort-high`: `variant_spec`); ValueError for unknown names, for a model
+    id its provider's class refuses (`check_model_id`: a bad planted rule) and for a thinking
+    setting the model's API does not take."""
+    if VARIANT_SEP in name and name not in _registered() and is_variant(name):
+        return variant_spec(name)
     registered = _registered().get(name)
     if registered is not None:
         return registered
@@ -306,6 +331,64 @@ def model_spec(name: str) -> ModelSpec:
         cls.check_model_id(name, model_id)
         return ModelSpec(name, cls.kind, provider, model_id)
     raise ValueError(f"unknown model {name!r}; known: {', '.join(known_names())}")
+
+
+def is_variant(name: str) -> bool:
+    """Whether `name` ends in a thinking setting (`+effort-high`, `+budget-2048`)."""
+    try:
+        return split_variant(name)[1] is not None
+    except ValueError:
+        return False
+
+
+def variant_spec(name: str) -> ModelSpec:
+    """The spec of `MODEL+effort-LEVEL` / `MODEL+budget-TOKENS`: MODEL's, with the setting
+    (checked against an API model's rules; a local model takes a budget only)."""
+    base_name, thinking = split_variant(name)
+    base = model_spec(base_name)
+    if thinking is None:
+        return base
+    if base.thinking is not None:
+        raise ValueError(f"model {name!r}: {base_name!r} has a thinking setting already")
+    why = thinking_refusal(base, thinking)
+    if why is not None:
+        raise ValueError(f"model {name!r}: {why}")
+    return dataclasses.replace(base, name=name, thinking=thinking)
+
+
+def thinking_refusal(spec: ModelSpec, thinking: Thinking) -> str | None:
+    """Why `spec`'s model cannot take `thinking` (None: it can): an API model's rules say;
+    a local model takes a budget (room for its `<think>` span); reference models take none."""
+    rules = spec.rules
+    if rules is not None:
+        why = rules.takes(thinking)
+        return f"{spec.model_id}: {why}" if why else None
+    if spec.kind in ("local-gpu", "local-cpu"):
+        return None if thinking.budget is not None else "a local model takes a budget only"
+    return f"{spec.name} has no thinking setting"
+
+
+def thinking_variants(
+    names: list[str], efforts: list[str], budgets: list[int]
+) -> tuple[list[str], list[str]]:
+    """`--reasoning-effort` / `--thinking-budget` applied to the run's models: each model that
+    takes a value becomes one variant a value (`variant_name`); one that takes none of them
+    stays as it is. Returns (the models, what was left as it was, with why)."""
+    settings = [Thinking(effort=e) for e in efforts] + [Thinking(budget=b) for b in budgets]
+    if not settings:
+        return names, []
+    out: list[str] = []
+    kept: list[str] = []
+    for name in names:
+        spec = model_spec(name)
+        taken = [t for t in settings if thinking_refusal(spec, t) is None]
+        if spec.thinking is not None or not taken:
+            out.append(name)
+            why = "its own setting" if spec.thinking is not None else "takes none of them"
+            kept.append(f"{name} ({why})")
+            continue
+        out += [variant_name(name, t) for t in taken]
+    return out, kept
 
 
 def check_name(name: str) -> None:

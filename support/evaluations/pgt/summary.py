@@ -401,6 +401,14 @@ def write_outputs(
     recall_columns = [*COMBINATION, "generator", "recall", "recall_lo", "recall_hi", "n"]
     recall = pd.DataFrame(recall_rows, columns=recall_columns)  # a header even when empty
     ctx.report.add(report_text(summary, recall, ctx.data_label))
+    sent = modes_sent(outcomes)
+    if not sent.empty:
+        ctx.report.add(
+            "## What each mode sent\n\n"
+            "Per model and phrase mode: where the phrase went in stage 1, and how stage 2's "
+            "prefill (the stage-1 prefill, the reasoning and the answer cue) reached the "
+            "model.\n\n" + markdown_table(sent) + "\n"
+        )
     in_run = [write_csv(recall, out_dir / "generator_recall.csv")]
     # the source's figures, from this run's performance and reasoning files (the PNGs show in
     # the HTML report); a figure the data cannot make is skipped, its reason logged; none
@@ -488,6 +496,55 @@ def write_source_files(key: tuple, group: list[Outcome], run: RunSettings) -> li
 
 def _write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+# where each phrase mode puts the phrase (phrases.build_prompt)
+MODE_SENT = {
+    "prompt": "user turn: the phrase as an instruction",
+    "instruct": "system message: the phrase as an instruction",
+    "prefill-pseudo-system": "system message: start with the phrase",
+    "prefill-pseudo-user": "user turn: start with the phrase",
+}
+# how a prefill reaches a model (ModelSpec.prefill)
+PREFILL_SENT = {
+    "native": "prefill, continued by the model",
+    "assistant-turn fallback": "prefill as a final assistant turn (answered after, not continued)",
+    "model-turn fallback": "prefill as a final model turn (answered after, not continued)",
+    "unsupported": "prefill: unsupported; sent as a user-turn instruction to continue it",
+    "request": "prefill (a reference model reads the request)",
+}
+
+
+def modes_sent(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+    """Per model (other than the reference models) and phrase mode: what was sent, from the
+    model's traits and what its backend adapted (Outcome.adapted). Empty for a run of
+    reference models only."""
+    from support.backends.api_models import PREFILL_AS_INSTRUCTION
+    from support.backends.registry import spec_or_unregistered
+
+    seen: dict[tuple[str, str], set[str]] = {}
+    for o in outcomes:
+        if o.status == "error" or o.extra.get("reused"):
+            continue
+        key = (o.model, o.params.get("mode") or "prefill")
+        seen.setdefault(key, set()).update(o.adapted)
+    rows = []
+    for (model, mode), adapted in sorted(seen.items()):
+        spec = spec_or_unregistered(model)
+        if spec.kind == "reference":
+            continue
+        unsupported = PREFILL_AS_INSTRUCTION in adapted or spec.prefill == "unsupported"
+        prefill = PREFILL_SENT["unsupported" if unsupported else spec.prefill]
+        rows.append(
+            {
+                "model": model,
+                "mode": mode,
+                "stage_1": prefill if mode == "prefill" else MODE_SENT.get(mode, mode),
+                "stage_2": prefill,
+                "adapted": "; ".join(sorted(a for a in adapted if a != PREFILL_AS_INSTRUCTION)),
+            }
+        )
+    return pd.DataFrame(rows, columns=["model", "mode", "stage_1", "stage_2", "adapted"])
 
 
 def report_text(summary: pd.DataFrame, recall: pd.DataFrame, data: str | None = None) -> str:

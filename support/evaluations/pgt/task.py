@@ -296,7 +296,9 @@ class PgtEvaluation(Evaluation):
         extract, vote_of = self.settings.rules.extract, self.settings.rules.vote
         responses = []
         for reasoning, answer in zip(first.texts, answers, strict=True):
-            predicted = extract(answer.text)
+            # a final answer cut by the token limit is unparsable, whatever it holds (a
+            # thinking model that spent the limit thinking leaves none; thinking is never read)
+            predicted = None if answer.truncated else extract(answer.text)
             responses.append(
                 {
                     "reasoning_response": reasoning,
