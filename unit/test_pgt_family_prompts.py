@@ -80,7 +80,9 @@ def layout(family: str, system: str | None, user: str, prefill: str) -> str:
             f"<|im_start|>assistant\n{prefill}"
         )
     if family in ("qwen3_vl", "qwen3_vl_thinking"):
-        think = "<think>\n" if family == "qwen3_vl_thinking" else ""
+        think = ""
+        if family == "qwen3_vl_thinking":  # a prefill is the answer: the span closed empty first
+            think = "<think>\n\n</think>\n\n" if prefill else "<think>\n"
         return (
             (f"<|im_start|>system\n{system}<|im_end|>\n" if system else "")
             + f"<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>{user}<|im_end|>\n"
@@ -145,8 +147,7 @@ def test_the_engine_prompt_follows_the_writeups_table(
     evaluation, tokenizers, family, phrase, mode, stage
 ):
     system, user, prefill = BASELINE if phrase == "baseline" else WRITEUP_TABLE[mode]
-    stage1 = layout(family, system, user, prefill)
-    expected = stage1 if stage == 1 else stage1 + REASONING + CUE
+    expected = layout(family, system, user, prefill if stage == 1 else prefill + REASONING + CUE)
     by_n = stage_prompts(evaluation, tokenizers, family, phrase, mode, stage)
     for n, (_, prompt) in by_n.items():
         assert prompt == expected, f"n={n}"
@@ -169,7 +170,9 @@ def test_each_mode_changes_only_its_part_of_the_baseline_prompt(evaluation, toke
     }
     baseline = prompts["baseline"]
     assert baseline == layout(family, None, QUESTION, "")
-    assert prompts["prefill"] == baseline + COT
+    assert prompts["prefill"] == layout(family, None, QUESTION, COT)
+    if family != "qwen3_vl_thinking":  # there the prefill also closes the <think> span
+        assert prompts["prefill"] == baseline + COT
     for mode in ("prefill-pseudo-system", "instruct"):
         system = WRITEUP_TABLE[mode][0]
         assert prompts[mode] == layout(family, system, QUESTION, ""), mode

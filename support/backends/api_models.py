@@ -307,7 +307,7 @@ def gemini_rules(model_id: str) -> Rules:
     """Rules of a Gemini id by its generation: 2.5 thinks within a budget (dynamic by
     default), 3 at a level; both count thinking against maxOutputTokens."""
     model = model_id.lower()
-    plain = Rules(max_images=3000, sources=GEMINI_SOURCES)
+    plain = Rules(token_field="max_output_tokens", max_images=3000, sources=GEMINI_SOURCES)
     if re.match(r"^gemini-[3-9]", model):
         levels = ("low", "high") if "pro" in model else ("low", "medium", "high")
         return dataclasses.replace(
@@ -445,3 +445,78 @@ def describe(rules: Rules, thinking: Thinking | None) -> Mapping[str, str]:
         out["thinking"] = thinking.label if thinking is not None else "provider default"
         out["thinking_room_tokens"] = str(rules.room(thinking))
     return out
+
+
+def sent_fields(rules: Rules, thinking: Thinking | None = None) -> str:
+    """The request fields a model is sent, in words (docs/api-models.md's table)."""
+    fields = [f"`{rules.token_field}`"]
+    if rules.temperature == ANY:
+        fields.append("`temperature`")
+    elif rules.temperature == AT_EFFORT_NONE:
+        fields.append('`temperature` at effort "none" only')
+    control = {
+        EFFORT: "`reasoning_effort`",
+        ADAPTIVE: "`thinking: adaptive` + `output_config.effort`",
+        BUDGET: "`thinking` budget",
+        LEVEL: "`thinking_level`",
+    }.get(rules.thinking)
+    if control:
+        fields.append(f"{control} when chosen")
+    return ", ".join(fields)
+
+
+def adaptations(rules: Rules) -> str:
+    """What the suite changes of a request for a model, in words (docs/api-models.md)."""
+    out = []
+    if not rules.prefill:
+        out.append("prefill -> user-turn instruction")
+    elif rules.no_prefill_with_thinking:
+        out.append("prefill -> user-turn instruction when thinking")
+    if rules.temperature == REFUSED:
+        out.append("temperature omitted")
+    elif rules.temperature == AT_EFFORT_NONE:
+        out.append('temperature omitted unless effort "none"')
+    elif rules.no_temperature_with_thinking:
+        out.append("temperature omitted when thinking")
+    if rules.thinking == BUDGET and rules.thinking_in_limit:
+        default = f", {rules.allowance:,} by default" if rules.thinks_by_default else ""
+        out.append(f"limit + the budget{default}")
+    elif rules.thinking != NO_THINKING and rules.thinking_in_limit:
+        out.append(f"limit + {rules.allowance:,} when thinking")
+    return "; ".join(out) or "none"
+
+
+def thinking_values(rules: Rules) -> str:
+    """The thinking values a model takes and its default, in words."""
+    if rules.thinking == NO_THINKING:
+        return "none"
+    if rules.thinking == BUDGET and rules.budget_range is not None:
+        low, high = rules.budget_range
+        off = " or 0 (off)" if rules.budget_off else ""
+        on = "thinks" if rules.thinks_by_default else "off"
+        return f"budget {low:,}..{high:,}{off}; default: {on}"
+    default = rules.default_effort or "?"
+    on = "" if rules.thinks_by_default or default == "none" else ", thinking off unless asked"
+    return f"{rules.thinking} {'/'.join(rules.efforts)}; default {default}{on}"
+
+
+def markdown_table() -> str:
+    """The registered API models as docs/api-models.md shows them (unit/test_api_models.py
+    checks the page holds exactly this)."""
+    lines = [
+        "| model | USD / 1M in, out (batch) | taken | sent | thinking | adapted |",
+        "|:--|:--|:--|:--|:--|:--|",
+    ]
+    for row in API_MODELS:
+        rules = rules_for(row.provider, row.model_id)
+        batch = f" ({row.batch_price[0]:g}, {row.batch_price[1]:g})" if row.batch_price else ""
+        note = f"; {row.note}" if row.note else ""
+        lines.append(
+            f"| `{row.model_id}` | {row.price[0]:g}, {row.price[1]:g}{batch}{note} | {row.taken} "
+            f"| {sent_fields(rules)} | {thinking_values(rules)} | {adaptations(rules)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m support.backends.api_models: the docs' table
+    print(markdown_table(), end="")

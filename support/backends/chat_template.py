@@ -15,6 +15,7 @@ from typing import Any
 from PIL import Image
 
 from support.backends.families import Family
+from support.backends.thinking import THINK_CLOSE, span_open
 from support.images import decode_image
 from support.types import Part, Request
 
@@ -49,12 +50,19 @@ def chat_messages(request: Request, family: Family | None = None) -> list[dict[s
 def render_prompt(processor: Any, request: Request, family: Family | None = None) -> str:
     """The prompt text as the model sees it: the processor's (or tokenizer's) chat template with
     the assistant turn opened, then `request.prefill` verbatim. Image placeholders are the
-    template's own (e.g. one `<image>` per image), expanded later by the processor or engine."""
+    template's own (e.g. one `<image>` per image), expanded later by the processor or engine.
+
+    A prefill is answer text the model continues: where the template opened a `<think>` span
+    (a thinking model's), the span is closed empty before it ("<think>\n\n</think>\n\n", the
+    form Qwen3's templates write for no thinking), so the continuation is read as the answer,
+    not as thinking."""
     prompt = processor.apply_chat_template(
         chat_messages(request, family), add_generation_prompt=True, tokenize=False
     )
     if not isinstance(prompt, str):  # a template that returned a batch of one
         prompt = prompt[0]
+    if request.prefill and span_open(prompt):
+        prompt = prompt.rstrip("\n") + "\n\n" + THINK_CLOSE + "\n\n"
     return prompt + (request.prefill or "")
 
 

@@ -19,6 +19,19 @@ device type (cpu/cuda/mps: the dtype and kernels differ, so do the answers; the 
 not matter). Not the transformers or torch version: an upgrade re-using the same weights, template
 and dtype gives the same answers up to floating-point noise, so cached answers are kept (bump
 support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
+
+Thinking models: a model is one when its own chat template writes `<think>` (support.backends.
+thinking.template_thinks: Qwen3-VL-Thinking's opens the assistant turn with "<think>\n", so its
+output starts inside the span and holds only "</think>"), never by its --model name; Qwen3-VL
+Instruct has the tokens but a template without them, so it is not one. Read from the folder's
+(or the hub snapshot's) template files when the backend is made; a hub id not downloaded yet is
+decided from the loaded processor. A thinking model's requests get `thinking_allowance` more
+tokens (the variant's `+budget-N`, else LOCAL_THINKING_ALLOWANCE), so the answer keeps the
+max_tokens the evaluation asked for, and the allowance joins its cache identity (other models'
+identities and token limits are as they were). Each sample is split by `split_local` (the
+prompt says whether the span is open): `texts` the answer, `thinking` the span, and
+`usage.reasoning_tokens` its tokens. Every model reports each sample's finish reason: "length"
+for a row that reached its token limit without an end-of-turn token, else "stop".
 """
 
 from __future__ import annotations
@@ -43,6 +56,15 @@ from support.backends.base import (
 from support.backends.chat_template import render_prompt, request_images
 from support.backends.families import Family, family_of, family_of_config
 from support.backends.model_folder import checked_folder, revision_for
+from support.backends.thinking import (
+    Thinking,
+    local_thinking_model,
+    span_open,
+    split_local,
+    template_thinks,
+    thinking_allowance,
+    token_counter,
+)
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_BATCH = 8  # requests per generate_batch call
@@ -129,6 +151,7 @@ class TransformersBackend(Backend):
         max_new_tokens: int | None = DEFAULT_MAX_NEW_TOKENS,
         cache_dir: str | Path | None = None,  # the weight-hash memo's folder; None: no memo
         dtype: str | None = None,  # None or "auto": float32 on a CPU, the checkpoint's elsewhere
+        thinking: Thinking | None = None,  # the variant's setting: a budget sizes the allowance
     ) -> None:
         for module in ("torch", "transformers"):
             if importlib.util.find_spec(module) is None:
@@ -152,6 +175,11 @@ class TransformersBackend(Backend):
         self.dtype = dtype if dtype and dtype != "auto" else None
         if self.dtype:
             self.identity["dtype"] = self.dtype
+        # a thinking model (module docstring); None: its files are not here, decided at load
+        self.thinks: bool | None = local_thinking_model(model_id)
+        self.allowance = thinking_allowance(thinking)  # tokens, for a thinking model only
+        if self.thinks:
+            self.identity["thinking_allowance"] = self.allowance
         self.processor: Any = None
         self.model: Any = None
         self._lock = threading.RLock()  # one batch on the model at a time, loading included
@@ -181,6 +209,10 @@ class TransformersBackend(Backend):
             model = AutoModelForImageTextToText.from_pretrained(source, **{_dtype_keyword(): dtype})
             self.family = self.family or family_of_config(model.config.to_dict())
             tokenizer = getattr(processor, "tokenizer", processor)
+            if self.thinks is None:
+                self.thinks = template_thinks(
+                    getattr(processor, "chat_template", None), tokenizer.chat_template
+                )
             tokenizer.padding_side = "left"  # generation continues each row at the end
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
@@ -228,7 +260,8 @@ class TransformersBackend(Backend):
             seed = next((r.seed for r in requests if r.seed is not None), None)
             if seed is not None:
                 torch.manual_seed(seed)
-        limit = min(max(r.max_tokens for r in requests), self._cap)
+        extra = self.allowance if self.thinks else 0  # tokens of thinking
+        limit = min(max(r.max_tokens for r in requests) + extra, self._cap)
         self.generate_calls += 1
         self.batch_sizes.append(len(requests))
         out = model.generate(**inputs, max_new_tokens=limit, **kwargs)
@@ -237,14 +270,13 @@ class TransformersBackend(Backend):
         eos = self._eos_ids()
         responses = []
         for i, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
-            texts, n_out = [], 0
-            for row in new[i * rows : (i + 1) * rows] * (n // rows):
-                row = row[: min(request.max_tokens, self._cap)]
-                end = next((j for j, t in enumerate(row) if t in eos), None)
-                n_out += len(row) if end is None else end + 1  # the eos token counts
-                texts.append(tokenizer.decode(row[:end], skip_special_tokens=True))
-            usage = Usage(input_tokens=int(n_in[i]), output_tokens=n_out)
-            responses.append(Response(tuple(texts), self.name, usage=usage, prompt=prompt))
+            own = min(request.max_tokens + extra, self._cap)  # this request's limit
+            samples = [row[:own] for row in new[i * rows : (i + 1) * rows] * (n // rows)]
+            responses.append(
+                rows_response(
+                    self.name, prompt, int(n_in[i]), samples, eos, tokenizer, bool(self.thinks)
+                )
+            )
         return responses
 
     def _run(self, requests: list[Request]) -> list[Response]:
@@ -276,6 +308,46 @@ class TransformersBackend(Backend):
         return (await self.generate_batch([request]))[0]
 
 
+def rows_response(
+    name: str,
+    prompt: str,
+    input_tokens: int,
+    rows: list[list[int]],
+    eos: set[int],
+    tokenizer: Any,
+    thinks: bool = False,
+) -> Response:
+    """The Response of one request from its samples' generated token ids (each cut at the
+    request's limit): a row ends at its first `eos` token (counted, not decoded) or, with
+    none, at the limit (finish reason "length"). A thinking model's rows are split
+    (`split_local`: answer, thinking, reasoning tokens); others are decoded whole."""
+    texts, thoughts, reasons = [], [], []
+    output_tokens = reasoning = 0
+    opened = thinks and span_open(prompt)
+    count = token_counter(tokenizer)
+    for row in rows:
+        end = next((j for j, t in enumerate(row) if t in eos), None)
+        output_tokens += len(row) if end is None else end + 1  # the eos token counts
+        ids = row[:end]
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        reasons.append("length" if end is None else "stop")
+        if thinks:
+            split = split_local(text, len(ids), count, opened)
+            texts.append(split.answer)
+            thoughts.append(split.thinking)
+            reasoning += split.reasoning_tokens
+        else:
+            texts.append(text)
+    return Response(
+        tuple(texts),
+        name,
+        usage=Usage(input_tokens, output_tokens, reasoning),
+        prompt=prompt,
+        thinking=tuple(thoughts),
+        finish_reasons=tuple(reasons),
+    )
+
+
 def torchvision_missing(name: str, family: Family | None) -> str:
     """Why a family whose processor imports torchvision cannot load, and what to install."""
     what = family.architecture if family is not None else "this model"
@@ -296,8 +368,8 @@ def _dtype_keyword() -> str:
 
 def make_transformers_backend(name: str, model_id: str, opts: Any) -> Backend:
     """Factory for `hf:<id or path>`; reads `opts.extra` keys max_batch, device (None or absent:
-    cuda when available, else cpu), max_new_tokens, and `opts.cache_dir` (the weight-hash memo's
-    folder, None or absent: no memo)."""
+    cuda when available, else cpu), max_new_tokens, `opts.cache_dir` (the weight-hash memo's
+    folder, None or absent: no memo) and `opts.thinking` (the variant's thinking setting)."""
     extra = dict(getattr(opts, "extra", ()) or ())
     return TransformersBackend(
         name,
@@ -307,4 +379,5 @@ def make_transformers_backend(name: str, model_id: str, opts: Any) -> Backend:
         max_new_tokens=int(extra.get("max_new_tokens") or 0) or DEFAULT_MAX_NEW_TOKENS,
         cache_dir=getattr(opts, "cache_dir", None),
         dtype=extra.get("dtype"),
+        thinking=getattr(opts, "thinking", None),
     )

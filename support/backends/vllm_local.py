@@ -27,6 +27,17 @@ its revision (support.backends.model_folder: a local folder's weights by content
 cached commit) and the `vllm.LLM` arguments that change answers (engine settings, seed), not the
 GPU count, the batch size, the image limit or the vLLM version: an upgrade keeps cached answers
 (bump support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
+
+Thinking models, as on `hf:` (support.backends.transformers_local): a model is one when its own
+chat template writes `<think>` (support.backends.thinking.template_thinks; Qwen3-VL-Thinking's
+opens the assistant turn with "<think>\n", Qwen3-VL Instruct's never writes it), read from its
+folder or hub snapshot when the backend is made (a hub id not downloaded yet: from the processor
+the engine start loads). Its requests' max_tokens grow by `thinking_allowance` (the variant's
+`+budget-N`, else LOCAL_THINKING_ALLOWANCE), which joins its cache identity; each sample is
+split by the suite's own `split_local` (the same code as `hf:`, so both engines' answers stay
+comparable; vLLM's "qwen3" reasoning parser is not used): `texts` the answer, `thinking` the
+span, `usage.reasoning_tokens` its tokens. Every model reports each sample's finish reason as
+vLLM gives it ("stop", "length").
 """
 
 from __future__ import annotations
@@ -47,6 +58,15 @@ from support.backends.base import (
     register_provider,
 )
 from support.backends.families import Family, family_of
+from support.backends.thinking import (
+    Thinking,
+    local_thinking_model,
+    span_open,
+    split_local,
+    template_thinks,
+    thinking_allowance,
+    token_counter,
+)
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_IMAGES = 4  # images per prompt when no evaluation says (few-shot pointing: 3 + 1)
@@ -89,12 +109,13 @@ def engine_args(
     return args
 
 
-def sampling_kwargs(request: Request) -> dict[str, Any]:
-    """Keyword arguments of `vllm.SamplingParams` for one request."""
+def sampling_kwargs(request: Request, allowance: int = 0) -> dict[str, Any]:
+    """Keyword arguments of `vllm.SamplingParams` for one request; `allowance`: tokens of
+    thinking on top of its max_tokens (a thinking model's)."""
     kwargs: dict[str, Any] = {
         "n": request.n,
         "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
+        "max_tokens": request.max_tokens + allowance,
     }
     if request.seed is not None:
         kwargs["seed"] = request.seed
@@ -110,6 +131,38 @@ def vllm_input(processor: Any, request: Request, family: Family | None = None) -
     if images:
         item["multi_modal_data"] = {"image": images if len(images) > 1 else images[0]}
     return item
+
+
+def output_response(
+    name: str, final: Any, prompt: str, tokenizer: Any = None, thinks: bool = False
+) -> Response:
+    """The Response of a finished `vllm.RequestOutput`: each sample's text (a thinking model's
+    split by `split_local`, its tokens counted with `tokenizer`) and finish reason, the tokens
+    of the prompt and of every sample (its stop token included)."""
+    texts, thoughts, reasons = [], [], []
+    output_tokens = reasoning = 0
+    opened = thinks and span_open(prompt)
+    for o in final.outputs:
+        ids = list(o.token_ids)
+        output_tokens += len(ids)
+        reasons.append(str(o.finish_reason or ""))
+        if not thinks:
+            texts.append(o.text)
+            continue
+        # a stop token (end of turn, not a stop string) ends the ids but not the text
+        stopped = o.finish_reason == "stop" and not isinstance(o.stop_reason, str) and ids
+        split = split_local(o.text, len(ids) - bool(stopped), token_counter(tokenizer), opened)
+        texts.append(split.answer)
+        thoughts.append(split.thinking)
+        reasoning += split.reasoning_tokens
+    return Response(
+        texts=tuple(texts),
+        model=name,
+        usage=Usage(len(final.prompt_token_ids or []), output_tokens, reasoning),
+        prompt=prompt,
+        thinking=tuple(thoughts),
+        finish_reasons=tuple(reasons),
+    )
 
 
 def image_limit_error(name: str, request: Request, limit: int) -> str | None:
@@ -174,6 +227,7 @@ class VLLMBackend(Backend):
         seed: int = 0,
         revision: str | None = None,
         dtype: str | None = None,
+        thinking: Thinking | None = None,  # the variant's setting: a budget sizes the allowance
     ) -> None:
         self.name = name
         self.model_id = model_id
@@ -191,6 +245,11 @@ class VLLMBackend(Backend):
             "revision": revision or model_id,
             "engine": _stable(self.args),
         }
+        # a thinking model (module docstring); None: its files are not here, decided at start
+        self.thinks: bool | None = local_thinking_model(model_id)
+        self.allowance = thinking_allowance(thinking)  # tokens, for a thinking model only
+        if self.thinks:
+            self.identity["thinking_allowance"] = self.allowance
         self._engine: Any = None
         self._processor: Any = None
         self._start_error: BaseException | None = None  # a failed start is not retried
@@ -233,6 +292,12 @@ class VLLMBackend(Backend):
             raise BackendUnavailable(f"{self.name}: pip install 'vlmbench[vllm]' ({exc})") from None
         processor = AutoProcessor.from_pretrained(self.model_id)
         self.family = self.family or family_of(self.model_id)  # the hub snapshot is here now
+        if self.thinks is None:
+            tokenizer = getattr(processor, "tokenizer", processor)
+            self.thinks = template_thinks(
+                getattr(processor, "chat_template", None),
+                getattr(tokenizer, "chat_template", None),
+            )
         engine = vllm.AsyncLLMEngine.from_engine_args(
             vllm.AsyncEngineArgs(**platform_args(self.args))
         )
@@ -249,7 +314,8 @@ class VLLMBackend(Backend):
         # PNG decoding and the template, off the loop
         item = await asyncio.to_thread(vllm_input, processor, request, self.family)
         final_only = RequestOutputKind.FINAL_ONLY  # one output, when the request is done
-        params = SamplingParams(**sampling_kwargs(request), output_kind=final_only)
+        allowance = self.allowance if self.thinks else 0
+        params = SamplingParams(**sampling_kwargs(request, allowance), output_kind=final_only)
         request_id = f"vlmbench-{next(self._ids)}"
         self.submitted += 1
         final = None
@@ -260,14 +326,8 @@ class VLLMBackend(Backend):
             raise BackendError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
         if final is None or not final.outputs:
             raise BackendError(f"{self.name}: the engine finished the request with no output")
-        return Response(
-            texts=tuple(o.text for o in final.outputs),
-            model=self.name,
-            usage=Usage(
-                len(final.prompt_token_ids or []), sum(len(o.token_ids) for o in final.outputs)
-            ),
-            prompt=item["prompt"],
-        )
+        tokenizer = getattr(processor, "tokenizer", processor)
+        return output_response(self.name, final, item["prompt"], tokenizer, bool(self.thinks))
 
     async def aclose(self) -> None:
         engine, self._engine = self._engine, None
@@ -299,7 +359,7 @@ def make_vllm_backend(
     """Factory for registered vLLM names (`engine`: their ModelSpec.engine) and `vllm:<id or
     path>`: unavailable (its cases skip) where vLLM is not installed. Reads `opts.extra` keys
     gpus, max_batch (the engine's max_num_seqs) and max_images, and `opts.cache_dir` (the weight
-    hashes' memo), dtype."""
+    hashes' memo), dtype, and `opts.thinking` (the variant's thinking setting)."""
     if importlib.util.find_spec("vllm") is None:
         install = "pip install 'vlmbench[vllm]' (docs/local-models.md)"
         raise BackendUnavailable(f"{name}: needs vLLM: {install}")
@@ -317,4 +377,5 @@ def make_vllm_backend(
         seed=getattr(opts, "seed", 0),
         revision=revision_for(model_id, getattr(opts, "cache_dir", None)),
         dtype=extra.get("dtype"),
+        thinking=getattr(opts, "thinking", None),
     )

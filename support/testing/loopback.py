@@ -4,14 +4,29 @@
     Anthropic  POST /v1/messages
     Gemini     POST /v1beta/models/<model>:generateContent
 
-Answers come from a script (`ScriptRequest -> str`), which sees every protocol's request in one
-normalized form, so one script serves all three SDKs. Faults are injected on demand: a seeded share
-of distinct request bodies fails its first `attempts` attempts with a 429 (short Retry-After), a
-500, a response slower than the client's timeout, a malformed 200 body, or a dropped connection;
-the retry that follows succeeds. A rate limit (`rate_limit=RateLimit(per_s, burst)`, `--rate-limit`)
+Answers come from a script (`ScriptRequest -> str | ScriptAnswer`), which sees every protocol's
+request in one normalized form, so one script serves all three SDKs. Faults are injected on demand:
+a seeded share of distinct request bodies fails its first `attempts` attempts with a 429 (short
+Retry-After), a 500, a response slower than the client's timeout, a malformed 200 body, or a
+dropped connection; the retry that follows succeeds. A rate limit
+(`rate_limit=RateLimit(per_s, burst)`, `--rate-limit`)
 is a token bucket over all model and batch routes: a request that finds it empty is answered 429
 at once, with `retry-after` (seconds) and `retry-after-ms` saying when the next token comes, and
 counted in the stats' `rate_limited` (synchronous routes) or `batch_rate_limited` (batch routes).
+An in-flight cap (`in_flight_cap=InFlightCap(limit, retry_after_s)`, `--in-flight-cap`) answers a
+model request that arrives while `limit` others are being served 429 at once, with the cap's
+`retry-after` (the same headers), counted in the stats' `in_flight_limited`.
+Each model request is checked against its model's documented request rules first
+(support/testing/loopback_rules.py; `rules=False`, `--no-rules` turn them off): one the real API
+would refuse gets the vendor's 400 and error JSON, counted in the stats' `refused` (the last
+messages in `refusals`). A request that thinks (OpenAI reasoning models, Anthropic `thinking`,
+Claude 5, Gemini 2.5 and 3 by default) thinks `thinking_tokens` tokens (`--thinking-tokens`; or
+the script's `ScriptAnswer.thinking`, capped by the request's budget), which count against its
+output limit: past it the answer is cut (finish_reason "length", stop_reason "max_tokens",
+finishReason "MAX_TOKENS"), possibly to nothing. Usage reports them: OpenAI
+`completion_tokens_details.reasoning_tokens` (Chat Completions returns no reasoning text),
+Anthropic `output_tokens` with a thinking block before the text (its text empty where the display
+is "omitted"), Gemini `thoughtsTokenCount` and thought parts with `includeThoughts`.
 The server listens on 127.0.0.1 only and stops by itself after `lifetime_s`. For tests and
 benchmarks; `python -m support.testing.loopback --help` runs one standalone.
 
@@ -39,6 +54,7 @@ value is the n-th batch's, the last repeats).
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import hashlib
 import json
@@ -49,17 +65,21 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from support.testing import loopback_rules
 from support.testing.loopback_batches import ENDINGS, BatchPlan, BatchStore, plans_of
 
 FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
 HEADERS_KEPT = 100  # model requests whose headers the stats keep
 PAD_STEP = 2**20  # bytes of padding a write or a compression call (bomb, big)
 STATS_PATH = "/_loopback/stats"  # GET: ServerStats as JSON (`stats_json`)
+DEFAULT_THINKING_TOKENS = 64  # tokens a request that thinks thinks (4 characters a token)
+REFUSALS_KEPT = 20  # refusal messages the stats keep
+THINKING_FILLER = "Let me look at the image and the question step by step. "
 
 
 @dataclass(frozen=True)
@@ -75,9 +95,21 @@ class ScriptRequest:
     n: int
     temperature: float | None
     max_tokens: int | None
+    # the request's thinking settings, normalized (loopback_rules.thinking_settings; None: none)
+    thinking: dict[str, Any] | None = field(default=None, hash=False)
+    thinks: bool = False  # the server thinks for this request (thinking tokens in its usage)
 
 
-Script = Callable[[ScriptRequest], str]
+@dataclass(frozen=True)
+class ScriptAnswer:
+    """A script's answer with its own thinking text (for a request that thinks; a decoy answer in
+    it tests that a client never takes thinking for the answer). None: the server's thinking."""
+
+    text: str
+    thinking: str | None = None
+
+
+Script = Callable[[ScriptRequest], str | ScriptAnswer]
 
 
 @dataclass(frozen=True)
@@ -98,6 +130,15 @@ class RateLimit:
 
     per_s: float
     burst: int = 1
+
+
+@dataclass(frozen=True)
+class InFlightCap:
+    """At most `limit` model requests served at once; one more is answered 429 with
+    `retry-after: retry_after_s` (seconds)."""
+
+    limit: int
+    retry_after_s: float = 1.0
 
 
 class TokenBucket:
@@ -154,6 +195,9 @@ class ServerStats:
     peak_in_flight: int = 0
     rate_limited: int = 0  # 429s of the rate limit on the synchronous routes (not the faults)
     batch_rate_limited: int = 0  # 429s of the rate limit on the batch routes
+    in_flight_limited: int = 0  # 429s of the in-flight cap (model routes)
+    refused: int = 0  # 400s of the models' request rules (loopback_rules), items included
+    refusals: list[str] = field(default_factory=list)  # the last REFUSALS_KEPT messages
     batch_items: int = 0  # items of ended batches that were answered or failed
     batch_item_errors: int = 0  # of those, failed by the faults (item-level errors)
     batch_item_bodies: Counter = field(default_factory=Counter)  # sha256 of item body -> tries
@@ -182,22 +226,29 @@ class LoopbackServer:
         lifetime_s: float = 300.0,
         record_dir: Path | None = None,
         rate_limit: RateLimit | None = None,
+        in_flight_cap: InFlightCap | None = None,
         batches: BatchPlan | Sequence[BatchPlan] | None = None,
         hostile: Hostile | None = None,
+        rules: bool = True,  # refuse what the named model's API refuses (loopback_rules)
+        thinking_tokens: int = DEFAULT_THINKING_TOKENS,  # a thinking request's thinking
         port: int = 0,  # 0: any free port; a port: the same server restarted at its address
     ) -> None:
         self.script = script
         self.port = port
         self.batch_store = BatchStore(
-            lambda protocol, model, body: answer(script, protocol, model, body),
+            self.batch_answer,
             self.batch_item_fails,
             batches,
         )
         self.bucket = TokenBucket(rate_limit) if rate_limit is not None else None
+        self.in_flight_cap = in_flight_cap
+        self.serving = 0  # model requests let past the in-flight cap, not yet answered
         self.api_key = api_key
         self.latency_s = latency_s
         self.faults = faults or Faults()
         self.hostile = hostile or Hostile()
+        self.rules = rules
+        self.thinking_tokens = thinking_tokens
         self._bombs: dict[tuple[str, str], bytes] = {}  # (protocol, model) -> gzip body
         self.lifetime_s = lifetime_s
         self.record_dir = Path(record_dir) if record_dir is not None else None
@@ -285,6 +336,28 @@ class LoopbackServer:
                 self.stats.batch_item_errors += 1
         return failed
 
+    def refusal(self, protocol: str, model: str, body: Any) -> loopback_rules.Refusal | None:
+        """The vendor's refusal of this request body by its model's rules (None: compliant, or
+        the rules are off); counted in the stats."""
+        if not self.rules or not isinstance(body, dict):
+            return None
+        name = str(body.get("model") or model)
+        refusal = loopback_rules.check(protocol, name, body)
+        if refusal is not None:
+            with self.lock:
+                self.stats.refused += 1
+                kept = self.stats.refusals[-REFUSALS_KEPT + 1 :]
+                self.stats.refusals = [*kept, f"{protocol} {name}: {refusal.message}"]
+        return refusal
+
+    def batch_answer(self, protocol: str, model: str, body: dict) -> dict:
+        """A batch item's answer; an item its model's rules refuse raises
+        `loopback_rules.Refused` (an item-level error with the vendor's body)."""
+        refusal = self.refusal(protocol, model, body)
+        if refusal is not None:
+            raise loopback_rules.Refused(refusal)
+        return answer(self.script, protocol, model, body, thinking_tokens=self.thinking_tokens)
+
     def record(self, digest: str, raw: bytes) -> None:
         """Store a request body once as `record_dir/<digest>.json` (no-op without record_dir)."""
         if self.record_dir is None:
@@ -313,8 +386,11 @@ class LoopbackServer:
                 "peak_in_flight": st.peak_in_flight,
                 "rate_limited": st.rate_limited,
                 "batch_rate_limited": st.batch_rate_limited,
+                "in_flight_limited": st.in_flight_limited,
                 "batch_items": st.batch_items,
                 "batch_item_errors": st.batch_item_errors,
+                "refused": st.refused,
+                "refusals": list(st.refusals),
             }
         times = os.times()  # the whole server process, all threads
         data["cpu_s"] = times.user + times.system
@@ -385,25 +461,94 @@ def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
     )  # fmt: skip
 
 
-def answer(script: Script, protocol: str, model: str, body: dict[str, Any]) -> dict:
+def answer(
+    script: Script,
+    protocol: str,
+    model: str,
+    body: dict[str, Any],
+    *,
+    thinking_tokens: int = DEFAULT_THINKING_TOKENS,
+) -> dict:
     """The success body the script's answer to one request body gets (usage estimated: a token a
-    4 characters of text, 85 an image)."""
-    request = normalize(protocol, model, body)
-    answers = [script(request) for _ in range(request.n)]
+    4 characters of text, 85 an image). A request that thinks (`loopback_rules.thinking_plan`)
+    thinks `thinking_tokens` tokens or the script's own thinking, capped by its budget; thinking
+    and answer share the request's output limit, and the answer is cut past it."""
+    name = str(body.get("model") or model)
+    plan = loopback_rules.thinking_plan(protocol, name, body)
+    settings = loopback_rules.thinking_settings(protocol, body)
+    thinks = plan is not None and plan.budget != 0
+    request = replace(normalize(protocol, model, body), thinking=settings, thinks=thinks)
+    replies = [script(request) for _ in range(request.n)]
     prompt_tokens = sum(len(t) for t in request.texts) // 4 + 85 * request.n_images
-    completion_tokens = sum(len(a) // 4 + 1 for a in answers)
-    return render(protocol, model, answers, (prompt_tokens, completion_tokens))
+    if plan is None:
+        answers = [r.text if isinstance(r, ScriptAnswer) else r for r in replies]
+        completion_tokens = sum(len(a) // 4 + 1 for a in answers)
+        return render(protocol, model, answers, (prompt_tokens, completion_tokens))
+    samples = [_think(r, plan, request.max_tokens, thinking_tokens) for r in replies]
+    completion_tokens = sum(n + t.tokens for _, n, t in samples)
+    answers, thoughts = [a for a, _, _ in samples], [t for _, _, t in samples]
+    return render(protocol, model, answers, (prompt_tokens, completion_tokens), thoughts)
+
+
+@dataclass(frozen=True)
+class Thought:
+    """One sample's thinking as rendered: its text, its tokens, whether its text comes back, and
+    whether the output limit cut the sample."""
+
+    text: str
+    tokens: int
+    shown: bool
+    cut: bool
+
+
+def default_thinking(tokens: int) -> str:
+    """The server's thinking text: `tokens` tokens of 4 characters."""
+    n = tokens * 4
+    return (THINKING_FILLER * (n // len(THINKING_FILLER) + 1))[:n]
+
+
+def _think(
+    reply: str | ScriptAnswer, plan: loopback_rules.ThinkingPlan, limit: int | None, tokens: int
+) -> tuple[str, int, Thought]:
+    """(answer, its tokens, thinking) of one sample: the thinking capped by the plan's budget,
+    then thinking and answer cut to the output limit, thinking first."""
+    text = reply.text if isinstance(reply, ScriptAnswer) else reply
+    own = reply.thinking if isinstance(reply, ScriptAnswer) else None
+    thought = "" if plan.budget == 0 else own if own is not None else default_thinking(tokens)
+    n_thought = -(-len(thought) // 4)
+    if plan.budget is not None and n_thought > plan.budget:
+        thought, n_thought = thought[: plan.budget * 4], plan.budget
+    n_text, cut = len(text) // 4 + 1, False
+    if limit is not None and n_thought >= limit:
+        thought, n_thought, text, n_text, cut = thought[: limit * 4], limit, "", 0, True
+    elif limit is not None and n_thought + n_text > limit:
+        text, n_text, cut = text[: (limit - n_thought) * 4], limit - n_thought, True
+    return text, n_text, Thought(thought, n_thought, plan.shown, cut)
+
+
+def _signature(thought: str) -> str:
+    """An opaque signature for a thinking block (Anthropic returns one with every block)."""
+    return base64.b64encode(hashlib.sha256(b"loopback:" + thought.encode()).digest()).decode()
 
 
 def _joined(blocks: Any) -> str:
     return "".join(b.get("text", "") for b in blocks or [] if isinstance(b, dict))
 
 
-def render(protocol: str, model: str, answers: list[str], usage: tuple[int, int]) -> dict:
-    """The protocol's success body for `answers` (one per sample)."""
+def render(
+    protocol: str,
+    model: str,
+    answers: list[str],
+    usage: tuple[int, int],
+    thoughts: Sequence[Thought] | None = None,
+) -> dict:
+    """The protocol's success body for `answers` (one per sample); with `thoughts` (a request
+    that thinks; `usage`'s completion tokens include theirs) the thinking, its usage and the
+    finish reasons of the samples the output limit cut."""
     prompt_tokens, completion_tokens = usage
+    cut = [bool(thoughts and thoughts[i].cut) for i in range(len(answers))]
     if protocol == "openai":
-        return {
+        body = {
             "id": "chatcmpl-loopback",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -412,7 +557,7 @@ def render(protocol: str, model: str, answers: list[str], usage: tuple[int, int]
                 {
                     "index": i,
                     "message": {"role": "assistant", "content": a},
-                    "finish_reason": "stop",
+                    "finish_reason": "length" if cut[i] else "stop",
                 }
                 for i, a in enumerate(answers)
             ],
@@ -422,37 +567,62 @@ def render(protocol: str, model: str, answers: list[str], usage: tuple[int, int]
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if thoughts is not None:  # reasoning models; no reasoning text in Chat Completions
+            body["usage"]["completion_tokens_details"] = {
+                "accepted_prediction_tokens": 0,
+                "audio_tokens": 0,
+                "reasoning_tokens": sum(t.tokens for t in thoughts),
+                "rejected_prediction_tokens": 0,
+            }
+        return body
     if protocol == "anthropic":
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": answers[0]}]
+        if thoughts is not None:  # the thinking block first; no text block if cut to nothing
+            t = thoughts[0]
+            block = {"type": "thinking", "thinking": t.text if t.shown else ""}
+            block["signature"] = _signature(t.text)
+            blocks = [block] + ([] if t.cut and not answers[0] else blocks)
         return {
             "id": "msg_loopback",
             "type": "message",
             "role": "assistant",
             "model": model,
-            "content": [{"type": "text", "text": answers[0]}],
-            "stop_reason": "end_turn",
+            "content": blocks,
+            "stop_reason": "max_tokens" if cut[0] else "end_turn",
             "stop_sequence": None,
             "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
         }
-    return {
-        "candidates": [
-            {
-                "content": {"role": "model", "parts": [{"text": a}]},
-                "finishReason": "STOP",
-                "index": i,
-            }
-            for i, a in enumerate(answers)
-        ],
-        "usageMetadata": {
-            "promptTokenCount": prompt_tokens,
-            "candidatesTokenCount": completion_tokens,
-            "totalTokenCount": prompt_tokens + completion_tokens,
-        },
-        "modelVersion": model,
+    candidates = []
+    for i, a in enumerate(answers):
+        content: dict[str, Any] = {"role": "model", "parts": [{"text": a}]}
+        if thoughts is not None:  # thought parts with includeThoughts; no parts if nothing
+            t = thoughts[i]
+            parts = [{"text": t.text, "thought": True}] if t.shown and t.text else []
+            parts += [] if t.cut and not a else [{"text": a}]
+            content = {"role": "model", "parts": parts} if parts else {"role": "model"}
+        candidates.append(
+            {"content": content, "finishReason": "MAX_TOKENS" if cut[i] else "STOP", "index": i}
+        )
+    thought_tokens = sum(t.tokens for t in thoughts or ())
+    usage_metadata = {
+        "promptTokenCount": prompt_tokens,
+        "candidatesTokenCount": completion_tokens - thought_tokens,
+        "totalTokenCount": prompt_tokens + completion_tokens,
     }
+    if thoughts is not None:
+        usage_metadata["thoughtsTokenCount"] = thought_tokens
+    return {"candidates": candidates, "usageMetadata": usage_metadata, "modelVersion": model}
+
+
+def retry_after_headers(wait_s: float) -> dict[str, str]:
+    """A 429's `Retry-After` (seconds) and `retry-after-ms` for a wait of `wait_s` seconds."""
+    ms = max(1, round(wait_s * 1000))
+    return {"Retry-After": f"{ms / 1000:g}", "retry-after-ms": str(ms)}
 
 
 class _Handler(BaseHTTPRequestHandler):
     owner: LoopbackServer
+    _holds_place = False  # this request took a place under the in-flight cap
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
     # headers and body go out in two writes: without TCP_NODELAY the body waits for the client's
     # delayed ACK of the headers (~40 ms a response on Linux), whatever --latency says
@@ -487,6 +657,9 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with owner.lock:
                 owner.stats.in_flight -= 1
+                if self._holds_place:  # its place under the in-flight cap
+                    owner.serving -= 1
+                    self._holds_place = False
                 owner.stats.last_response_at = time.time()
 
     def _post(self, route: tuple[str, str] | None) -> None:
@@ -524,9 +697,15 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "slow":
             time.sleep(owner.faults.slow_s)
         try:
-            body = answer(owner.script, protocol, model, json.loads(raw))
+            request = json.loads(raw)
+            refusal = owner.refusal(protocol, model, request)  # the model's rules
+            if refusal is None:
+                tokens = owner.thinking_tokens
+                body = answer(owner.script, protocol, model, request, thinking_tokens=tokens)
         except Exception as exc:  # a bad request or a script bug: the client sees a 400
             return self._json(400, {"error": {"message": f"{type(exc).__name__}: {exc}"}})
+        if refusal is not None:  # the vendor's 400 and error body; not an answer
+            return self._json(refusal.status, refusal.body)
         # counted before the write, so a client that has the answer always sees it counted;
         # taken back if the client has gone (a timed-out "slow" fault)
         with owner.lock:
@@ -557,17 +736,35 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.owner
         wait = owner.bucket.take() if owner.bucket is not None else 0.0  # seconds
         if wait <= 0.0:
-            return False
+            return False if batch else self._over_cap()
         with owner.lock:
             if batch:
                 owner.stats.batch_rate_limited += 1
             else:
                 owner.stats.attempts += 1
                 owner.stats.rate_limited += 1
-        ms = max(1, round(wait * 1000))
-        headers = {"Retry-After": f"{ms / 1000:g}", "retry-after-ms": str(ms)}
-        self._json(429, {"error": {"message": "rate limited"}}, headers)
+        self._json(429, {"error": {"message": "rate limited"}}, retry_after_headers(wait))
         return True
+
+    def _over_cap(self) -> bool:
+        """Take a place under the in-flight cap (a model request; given back once answered, in
+        `do_POST`); when all `limit` are taken, answer 429 with the cap's `retry-after`, count
+        it, and return True."""
+        owner, cap = self.owner, self.owner.in_flight_cap
+        if cap is None:
+            return False
+        with owner.lock:
+            full = owner.serving >= cap.limit
+            if full:
+                owner.stats.attempts += 1
+                owner.stats.in_flight_limited += 1
+            else:
+                owner.serving += 1
+                self._holds_place = True
+        if full:
+            headers = retry_after_headers(cap.retry_after_s)
+            self._json(429, {"error": {"message": "too many requests in flight"}}, headers)
+        return full
 
     def _route(self) -> tuple[str, str] | None:
         path = self.path.split("?", 1)[0]
@@ -616,7 +813,9 @@ class _Handler(BaseHTTPRequestHandler):
             hop = "&hop=1" if "?" in self.path else "?hop=1"
             self._json(307, {"moved": True}, {"Location": f"{base}{self.path}{hop}"})
             return True
-        body = json.dumps(answer(owner.script, protocol, model, json.loads(raw))).encode()
+        tokens = owner.thinking_tokens  # the rules are not applied to hostile answers
+        data = answer(owner.script, protocol, model, json.loads(raw), thinking_tokens=tokens)
+        body = json.dumps(data).encode()
         try:
             if kind == "drip":
                 self._drip(body, mode.drip_s, max(1, mode.drip_bytes))
@@ -693,7 +892,23 @@ def main(argv: list[str] | None = None) -> int:
         help="answer 429 (with retry-after) past this many requests a second",
     )  # fmt: skip
     ap.add_argument("--burst", type=int, default=1, help="requests the rate limit lets at once")
+    ap.add_argument(
+        "--in-flight-cap", type=int, default=None, metavar="N",
+        help="answer 429 (with retry-after) to a model request past N being served",
+    )  # fmt: skip
+    ap.add_argument(
+        "--in-flight-retry-after", type=float, default=1.0, metavar="S",
+        help="the retry-after (seconds) of the in-flight cap's 429s (default 1)",
+    )  # fmt: skip
     ap.add_argument("--lifetime", type=float, default=600.0, help="seconds before it stops")
+    ap.add_argument(
+        "--no-rules", action="store_true",
+        help="answer what the named model's API would refuse (no vendor 400s)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--thinking-tokens", type=int, default=DEFAULT_THINKING_TOKENS, metavar="N",
+        help=f"tokens a request that thinks thinks (default {DEFAULT_THINKING_TOKENS})",
+    )  # fmt: skip
     ap.add_argument(
         "--record", type=Path, default=None, metavar="DIR",
         help="store each distinct request body as DIR/<sha256>.json",
@@ -729,7 +944,14 @@ def main(argv: list[str] | None = None) -> int:
         lifetime_s=args.lifetime,
         record_dir=args.record,
         rate_limit=RateLimit(args.rate_limit, args.burst) if args.rate_limit else None,
+        in_flight_cap=(
+            InFlightCap(args.in_flight_cap, args.in_flight_retry_after)
+            if args.in_flight_cap
+            else None
+        ),
         batches=plans,
+        rules=not args.no_rules,
+        thinking_tokens=args.thinking_tokens,
     ).start()
     print(server.url, flush=True)
     try:

@@ -23,11 +23,13 @@ there: the batch exists, the client never learns its id).
 
 Each item is answered by the server's script, as a synchronous request with the same body would be
 (`answer`); `item_fails(digest)` (the server's seeded faults) turns a share of items into item-level
-errors. How each batch ends is its `BatchPlan`: the n-th batch created gets `plans[n]` (the last
-plan repeats): it stays in progress for `polls` status reads, then ends completed, expired or
-cancelled (with the first `done_before_end` items answered). A client's cancel ends the batch at
-the next read. State is in memory, under one lock, and bounded: past `MAX_BATCHES` batches or
-`MAX_FILES` files the oldest is forgotten.
+errors, and an item its model's request rules refuse (support/testing/loopback_rules.py: the
+answer raises `Refused`) is an item-level error carrying the vendor's 400 body. How each batch
+ends is its `BatchPlan`: the n-th batch created gets `plans[n]` (the last plan repeats): it stays
+in progress for `polls` status reads, then ends completed, expired or cancelled (with the first
+`done_before_end` items answered). A client's cancel ends the batch at the next read. State is in
+memory, under one lock, and bounded: past `MAX_BATCHES` batches or `MAX_FILES` files the oldest is
+forgotten.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from support.testing.loopback_rules import Refusal, Refused
 
 MAX_BATCHES = 256  # batches kept; the oldest is dropped past it
 MAX_FILES = 512  # uploaded and output files kept; the oldest is dropped past it
@@ -103,6 +107,7 @@ class Item:
     meta: Any = None  # Gemini's per-request metadata, returned with its response
     status: str = "processing"  # processing | succeeded | errored | expired | canceled
     response: dict | None = None
+    refusal: Refusal | None = None  # an errored item its model's request rules refuse
 
 
 @dataclass
@@ -319,6 +324,8 @@ class BatchStore:
                 try:
                     item.response = self.answer(batch.protocol, item.model, item.body)
                     item.status = "succeeded"
+                except Refused as exc:  # the model's rules refuse it: the vendor's 400, per item
+                    item.status, item.refusal = "errored", exc.refusal
                 except Exception as exc:  # a bad item or a script bug: an item error
                     item.status, item.response = "errored", {"message": str(exc)}
         batch.ended, batch.ended_at = ends, time.time()
@@ -386,7 +393,10 @@ class BatchStore:
                 out.append(row)
             elif item.status == "errored":
                 body = {"error": {"message": "server error (injected)", "type": "server_error"}}
-                row["response"] = {"status_code": 500, "request_id": row["id"], "body": body}
+                code = 500
+                if item.refusal is not None:  # the vendor's 400 and error body
+                    code, body = item.refusal.status, item.refusal.body
+                row["response"] = {"status_code": code, "request_id": row["id"], "body": body}
                 row["error"] = None
                 err.append(row)
             else:
@@ -480,6 +490,8 @@ class BatchStore:
                 elif item.status == "errored":
                     error = {"type": "api_error", "message": "server error (injected)"}
                     result["error"] = {"type": "error", "error": error}
+                    if item.refusal is not None:  # {"type": "error", "error": {...}} as sent
+                        result["error"] = item.refusal.body
                 lines.append(json.dumps({"custom_id": item.key, "result": result}) + "\n")
             return "".join(lines).encode()
 
@@ -517,6 +529,8 @@ class BatchStore:
                     row: dict[str, Any] = {}
                     if item.status == "succeeded":
                         row["response"] = item.response
+                    elif item.refusal is not None:  # google.rpc.Status: 3 INVALID_ARGUMENT
+                        row["error"] = {"code": 3, "message": item.refusal.message}
                     else:
                         row["error"] = {"code": 13, "message": "server error (injected)"}
                     if item.meta is not None:
