@@ -225,3 +225,26 @@ def test_effort_levels_pair_in_comparisons(settings_run):
     assert abs(pair["diff"].iloc[0]) > 0  # the low variant answered, the high one said nothing
     sent = {r["model"] for r in rows(settings_run, "pointing")}
     assert sent == {m for v in VARIANTS.values() for m in v}
+
+
+def long_final_answer(request: ScriptRequest) -> str:
+    """pgt: a reasoning, then a final answer that names the label and runs past stage 2's
+    16-token limit (the loopback cuts a thinking request's answer at its limit)."""
+    if "Final" in " ".join(request.texts) or "Final" in (request.prefill or ""):
+        return " real" + " because the light falls naturally" * 20
+    return "The image is real."
+
+
+def test_a_cut_answer_is_reported_with_its_finish_reason(tmp_path):
+    # a 128-token budget: stage 2's limit is 16 + 128 tokens, the loopback thinks 64 of them
+    proc, stats = run(long_final_answer, ["gemini-2.5-flash+budget-128"], tmp_path,
+                      "--bootstrap=0", evals="evals/pgt")  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stdout[-3000:]
+    assert stats.refused == 0, stats.refusals
+    found = rows(tmp_path, "pgt")
+    assert found and all(r["status"] == "unparsable" for r in found)  # pgt: a cut answer
+    for r in found:
+        assert "MAX_TOKENS" in r["finish_reasons"], r  # stage 2's, as Gemini spells it
+        assert all(x["clean_answer_response"].startswith(" real") for x in r["extra"]["responses"])
+    usage = pd.read_csv(tmp_path / "results" / "pgt" / "r" / "usage.csv")
+    assert usage["truncated"].iloc[0] == len(found)
