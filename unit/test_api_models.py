@@ -272,3 +272,19 @@ def test_the_docs_hold_the_table():
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "api-models.md").read_text()
     assert am.markdown_table() in page
+
+
+def test_the_html_shows_thinking_collapsed_and_escaped():
+    pytest.importorskip("pytest_html")
+    from fixtures.case_extras import outcome_table
+
+    o = Outcome(
+        "c-m", "e", "m", "unparsable", raw="", thinking=("<b>real</b>",),
+        finish_reasons=("MAX_TOKENS",), adapted=("temperature omitted",),
+    )  # fmt: skip
+    page = outcome_table(o)
+    assert "<details><summary>1 span(s), not scored</summary><pre>&lt;b&gt;real" in page
+    assert "<b>real</b>" not in page  # escaped
+    assert "MAX_TOKENS" in page and "temperature omitted" in page
+    plain = outcome_table(Outcome("c-m", "e", "m", "wrong", raw="A"))
+    assert "details" not in plain and "finish reasons" not in plain
