@@ -286,16 +286,21 @@ def test_the_allowance_is_in_a_thinking_models_identity_only(tmp_path, monkeypat
     thinks = str(_folder(tmp_path, "t", chat_template__jinja=QWEN3_VL_THINKING_TEMPLATE))
     plain = str(_folder(tmp_path, "p", chat_template__jinja=QWEN3_VL_TEMPLATE))
     default = VLLMBackend("vllm:t", thinks, revision="r")
-    assert default.thinks and default.identity["thinking_allowance"] == LOCAL_THINKING_ALLOWANCE
+    assert (
+        default.local_thinking.thinks
+        and default.identity["thinking_allowance"] == LOCAL_THINKING_ALLOWANCE
+    )
     budget = VLLMBackend("vllm:t", thinks, revision="r", thinking=Thinking(budget=256))
     assert budget.identity == {**default.identity, "thinking_allowance": 256}
     base = VLLMBackend("vllm:p", plain, revision="r")
-    assert base.thinks is False
+    assert base.local_thinking.thinks is False
     assert set(base.identity) == {"provider", "model", "revision", "engine"}  # as it always was
     assert VLLMBackend("vllm:p", plain, revision="r", thinking=Thinking(budget=9)).identity == (
         base.identity
     )  # a budget gives a model that does not think nothing to allow
-    assert VLLMBackend("vllm:m", "/m").thinks is None  # not here: decided at the engine's start
+    assert (
+        VLLMBackend("vllm:m", "/m").local_thinking.thinks is None
+    )  # not here: decided at the engine's start
     assert "thinking_allowance" not in VLLMBackend("vllm:m", "/m").identity
 
     # the factory passes the variant's setting on
@@ -317,11 +322,11 @@ def test_the_hf_backend_has_the_allowance_in_its_identity(folders):
     thinking, instruct = str(folders["qwen3_vl_thinking"]), str(folders["qwen3_vl"])
     cpu = BackendOptions(extra=(("device", "cpu"),))
     b = TransformersBackend("hf:t", thinking)
-    assert b.thinks and b.identity["thinking_allowance"] == LOCAL_THINKING_ALLOWANCE
+    assert b.local_thinking.thinks and b.identity["thinking_allowance"] == LOCAL_THINKING_ALLOWANCE
     variant = create_backend(f"hf:{thinking}+budget-64", cpu)
     assert variant.identity == {**b.identity, "thinking_allowance": 64}
     plain = TransformersBackend("hf:i", instruct)
-    assert plain.thinks is False and "thinking_allowance" not in plain.identity
+    assert plain.local_thinking.thinks is False and "thinking_allowance" not in plain.identity
     assert create_backend(f"hf:{instruct}+budget-64", cpu).identity == plain.identity
 
 
@@ -371,15 +376,15 @@ def test_the_hf_backend_splits_the_tiny_thinking_models_answers(folders, monkeyp
             "hf:t", str(folders["qwen3_vl_thinking"]), thinking=Thinking(budget=BUDGET)
         )
     )
-    assert b.thinks
+    assert b.local_thinking.thinks
     limits = _spy(b, monkeypatch)
     responses = asyncio.run(b.generate_batch(REQUESTS))
     assert limits == [4 + BUDGET, 6 + BUDGET]  # the answer's tokens, and the allowance
-    b.thinks = False  # the same generations (the same limits), decoded whole
+    b.local_thinking.thinks = False  # the same generations (the same limits), decoded whole
     longer = [dataclasses.replace(r, max_tokens=r.max_tokens + BUDGET) for r in REQUESTS]
     raw = asyncio.run(b.generate_batch(longer))
     assert limits[2:] == limits[:2]
-    b.thinks = True
+    b.local_thinking.thinks = True
     for request, r, whole in zip(REQUESTS, responses, raw, strict=True):
         assert r.prompt is not None and span_open(r.prompt)  # the template opened the span
         assert len(r.texts) == len(r.thinking) == len(r.finish_reasons) == request.n
@@ -403,7 +408,7 @@ def test_the_hf_backend_leaves_a_model_that_does_not_think_as_it_was(folders, mo
     b = _loaded(
         TransformersBackend("hf:i", str(folders["qwen3_vl"]), thinking=Thinking(budget=BUDGET))
     )
-    assert b.thinks is False
+    assert b.local_thinking.thinks is False
     limits = _spy(b, monkeypatch)
     (r,) = asyncio.run(b.generate_batch([dataclasses.replace(REQUESTS[0], max_tokens=5)]))
     assert limits == [5]  # no allowance

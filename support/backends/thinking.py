@@ -174,6 +174,37 @@ def thinking_allowance(thinking: Thinking | None) -> int:
     return LOCAL_THINKING_ALLOWANCE
 
 
+class LocalThinking:
+    """What a local backend (`hf:`, `vllm:`) knows of its model's thinking: whether it is a
+    thinking model (`local_thinking_model`; None until its files are here, then `decide` reads
+    the loaded processor's templates) and the tokens of room its requests get
+    (`thinking_allowance`), which join its cache identity only when it thinks."""
+
+    def __init__(self, model_id: str, thinking: Thinking | None = None) -> None:
+        self.thinks: bool | None = local_thinking_model(model_id)
+        self.allowance = thinking_allowance(thinking)  # tokens, for a thinking model only
+
+    def identity(self) -> dict[str, int]:
+        """What it adds to the backend's cache identity (nothing for a model that does not
+        think, so other models key as they always did)."""
+        return {"thinking_allowance": self.allowance} if self.thinks else {}
+
+    def decide(self, processor: Any) -> None:
+        """Settle `thinks` from the loaded processor's (and its tokenizer's) templates, where
+        the model's files were not here when the backend was made."""
+        if self.thinks is None:
+            tokenizer = getattr(processor, "tokenizer", processor)
+            self.thinks = template_thinks(
+                getattr(processor, "chat_template", None),
+                getattr(tokenizer, "chat_template", None),
+            )
+
+    @property
+    def room(self) -> int:
+        """Tokens added to each request's max_tokens (0 for a model that does not think)."""
+        return self.allowance if self.thinks else 0
+
+
 def span_open(prompt: str) -> bool:
     """Whether `prompt` ends inside a `<think>` span (the template opened it): the output then
     starts with thinking and holds only the closing marker."""

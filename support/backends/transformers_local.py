@@ -57,12 +57,10 @@ from support.backends.chat_template import render_prompt, request_images
 from support.backends.families import Family, family_of, family_of_config
 from support.backends.model_folder import checked_folder, revision_for
 from support.backends.thinking import (
+    LocalThinking,
     Thinking,
-    local_thinking_model,
     span_open,
     split_local,
-    template_thinks,
-    thinking_allowance,
     token_counter,
 )
 from support.types import Request, Response, Usage
@@ -175,11 +173,9 @@ class TransformersBackend(Backend):
         self.dtype = dtype if dtype and dtype != "auto" else None
         if self.dtype:
             self.identity["dtype"] = self.dtype
-        # a thinking model (module docstring); None: its files are not here, decided at load
-        self.thinks: bool | None = local_thinking_model(model_id)
-        self.allowance = thinking_allowance(thinking)  # tokens, for a thinking model only
-        if self.thinks:
-            self.identity["thinking_allowance"] = self.allowance
+        # a thinking model (module docstring): decided at load where its files are not here
+        self.local_thinking = LocalThinking(model_id, thinking)
+        self.identity.update(self.local_thinking.identity())
         self.processor: Any = None
         self.model: Any = None
         self._lock = threading.RLock()  # one batch on the model at a time, loading included
@@ -209,10 +205,7 @@ class TransformersBackend(Backend):
             model = AutoModelForImageTextToText.from_pretrained(source, **{_dtype_keyword(): dtype})
             self.family = self.family or family_of_config(model.config.to_dict())
             tokenizer = getattr(processor, "tokenizer", processor)
-            if self.thinks is None:
-                self.thinks = template_thinks(
-                    getattr(processor, "chat_template", None), tokenizer.chat_template
-                )
+            self.local_thinking.decide(processor)
             tokenizer.padding_side = "left"  # generation continues each row at the end
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
@@ -260,7 +253,7 @@ class TransformersBackend(Backend):
             seed = next((r.seed for r in requests if r.seed is not None), None)
             if seed is not None:
                 torch.manual_seed(seed)
-        extra = self.allowance if self.thinks else 0  # tokens of thinking
+        extra = self.local_thinking.room  # tokens of thinking
         limit = min(max(r.max_tokens for r in requests) + extra, self._cap)
         self.generate_calls += 1
         self.batch_sizes.append(len(requests))
@@ -274,7 +267,13 @@ class TransformersBackend(Backend):
             samples = [row[:own] for row in new[i * rows : (i + 1) * rows] * (n // rows)]
             responses.append(
                 rows_response(
-                    self.name, prompt, int(n_in[i]), samples, eos, tokenizer, bool(self.thinks)
+                    self.name,
+                    prompt,
+                    int(n_in[i]),
+                    samples,
+                    eos,
+                    tokenizer,
+                    bool(self.local_thinking.thinks),
                 )
             )
         return responses

@@ -59,12 +59,10 @@ from support.backends.base import (
 )
 from support.backends.families import Family, family_of
 from support.backends.thinking import (
+    LocalThinking,
     Thinking,
-    local_thinking_model,
     span_open,
     split_local,
-    template_thinks,
-    thinking_allowance,
     token_counter,
 )
 from support.types import Request, Response, Usage
@@ -245,11 +243,9 @@ class VLLMBackend(Backend):
             "revision": revision or model_id,
             "engine": _stable(self.args),
         }
-        # a thinking model (module docstring); None: its files are not here, decided at start
-        self.thinks: bool | None = local_thinking_model(model_id)
-        self.allowance = thinking_allowance(thinking)  # tokens, for a thinking model only
-        if self.thinks:
-            self.identity["thinking_allowance"] = self.allowance
+        # a thinking model (module docstring): decided at start where its files are not here
+        self.local_thinking = LocalThinking(model_id, thinking)
+        self.identity.update(self.local_thinking.identity())
         self._engine: Any = None
         self._processor: Any = None
         self._start_error: BaseException | None = None  # a failed start is not retried
@@ -292,12 +288,7 @@ class VLLMBackend(Backend):
             raise BackendUnavailable(f"{self.name}: pip install 'vlmbench[vllm]' ({exc})") from None
         processor = AutoProcessor.from_pretrained(self.model_id)
         self.family = self.family or family_of(self.model_id)  # the hub snapshot is here now
-        if self.thinks is None:
-            tokenizer = getattr(processor, "tokenizer", processor)
-            self.thinks = template_thinks(
-                getattr(processor, "chat_template", None),
-                getattr(tokenizer, "chat_template", None),
-            )
+        self.local_thinking.decide(processor)
         engine = vllm.AsyncLLMEngine.from_engine_args(
             vllm.AsyncEngineArgs(**platform_args(self.args))
         )
@@ -314,8 +305,8 @@ class VLLMBackend(Backend):
         # PNG decoding and the template, off the loop
         item = await asyncio.to_thread(vllm_input, processor, request, self.family)
         final_only = RequestOutputKind.FINAL_ONLY  # one output, when the request is done
-        allowance = self.allowance if self.thinks else 0
-        params = SamplingParams(**sampling_kwargs(request, allowance), output_kind=final_only)
+        room = self.local_thinking.room
+        params = SamplingParams(**sampling_kwargs(request, room), output_kind=final_only)
         request_id = f"vlmbench-{next(self._ids)}"
         self.submitted += 1
         final = None
@@ -327,7 +318,8 @@ class VLLMBackend(Backend):
         if final is None or not final.outputs:
             raise BackendError(f"{self.name}: the engine finished the request with no output")
         tokenizer = getattr(processor, "tokenizer", processor)
-        return output_response(self.name, final, item["prompt"], tokenizer, bool(self.thinks))
+        thinks = bool(self.local_thinking.thinks)
+        return output_response(self.name, final, item["prompt"], tokenizer, thinks)
 
     async def aclose(self) -> None:
         engine, self._engine = self._engine, None
