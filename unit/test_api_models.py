@@ -288,3 +288,16 @@ def test_the_html_shows_thinking_collapsed_and_escaped():
     assert "MAX_TOKENS" in page and "temperature omitted" in page
     plain = outcome_table(Outcome("c-m", "e", "m", "wrong", raw="A"))
     assert "details" not in plain and "finish reasons" not in plain
+
+
+def test_max_cost_bounds_a_thinking_model_by_its_room():
+    from support.spending import Spending
+
+    rules = am.rules_for("openai", "gpt-6.2-sol")
+    thinking = Spending("openai", "gpt-6.2-sol", [], rules=rules)
+    plain = Spending("openai", "gpt-6.2-sol", [])  # as if it did not think
+    request = req()
+    per_output = am.BY_ID["gpt-6.2-sol"].price[1] / 1e6
+    assert thinking.estimate_usd(request) - plain.estimate_usd(request) == pytest.approx(
+        am.OPENAI_REASONING_ROOM * per_output
+    )
