@@ -301,3 +301,38 @@ def test_max_cost_bounds_a_thinking_model_by_its_room():
     assert thinking.estimate_usd(request) - plain.estimate_usd(request) == pytest.approx(
         am.OPENAI_REASONING_ROOM * per_output
     )
+
+
+@pytest.mark.parametrize("field", ["reasoning", "reasoning_content"])
+def test_a_served_models_reasoning_is_kept_apart(field):
+    """vLLM served with a reasoning parser puts the <think> span in `reasoning` (older
+    releases: `reasoning_content`); the answer is `content` alone."""
+    import openai
+
+    from support.backends.openai_chat import openai_result
+
+    completion = openai.types.chat.ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "qwen3-vl-thinking",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "length",
+                    "message": {"role": "assistant", "content": "real", field: "It is fake."},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 9,
+                "completion_tokens": 7,
+                "total_tokens": 16,
+                "completion_tokens_details": {"reasoning_tokens": 5},
+            },
+        }
+    )
+    answer = openai_result(completion)
+    assert answer.texts == ("real",) and answer.thinking == ("It is fake.",)
+    assert answer.usage == Usage(9, 7, 5) and answer.finish_reasons == ("length",)
+    assert answer.response("m").truncated
