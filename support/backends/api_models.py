@@ -11,8 +11,8 @@ provider's default used; or only at effort "none"), which token-limit field, whe
 assistant turn (a prefill) is continued, its thinking control (none, an effort level, a token
 budget, Anthropic's adaptive thinking with an effort, Gemini 3's thinking level) with the values
 accepted, whether it thinks when asked nothing, whether thinking counts against the token limit
-and how much room to leave for it, whether it takes `n` samples in one call, and how many images
-a request may hold.
+and how much room to leave for it, and how many images a request may hold (the Anthropic API
+has no `n`: anthropic_messages.py sends a call a sample).
 
 `plan(request, rules, thinking)` fits one Request to a model: a `Plan` of what is sent (the
 request with a prefill moved into the user turn where the model takes none, the temperature or
@@ -75,7 +75,6 @@ class Rules:
     allowance: int = 0
     no_prefill_with_thinking: bool = False  # thinking on: a prefill is refused (Anthropic)
     no_temperature_with_thinking: bool = False  # thinking on: temperature != 1 refused
-    samples: bool = True  # takes `n` samples in one call
     max_images: int | None = None  # images a request may hold; None: not documented here
     sources: tuple[str, ...] = ()  # where each rule was read (docs/api-models.md)
 
@@ -262,7 +261,7 @@ def anthropic_rules(model_id: str) -> Rules:
     prefill and adaptive thinking with an effort; from 4.7 no temperature; from 5 thinking on
     by default."""
     version = claude_version(model_id) or (0, 0)
-    plain = Rules(samples=False, max_images=100, sources=ANTHROPIC_SOURCES[3:])
+    plain = Rules(max_images=100, sources=ANTHROPIC_SOURCES[3:])
     if version < (3, 7):  # no extended thinking
         return plain
     manual = dataclasses.replace(
