@@ -23,18 +23,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from support.backends.thinking import (
+from support.backends.local_thinking import (
     LOCAL_THINKING_ALLOWANCE,
-    THINK_CLOSE,
-    THINK_OPEN,
     LocalAnswer,
-    Thinking,
     local_thinking_model,
-    span_open,
     split_local,
-    split_think,
     template_thinks,
     thinking_allowance,
+)
+from support.backends.thinking import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    Thinking,
+    span_open,
+    split_think,
 )
 from support.backends.vllm_local import VLLMBackend, output_response, sampling_kwargs
 from support.testing.tiny_families import (

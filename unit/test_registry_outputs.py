@@ -32,7 +32,7 @@ from support.backends.reference import ChanceBackend, OracleBackend
 from support.evaluation import SummaryContext
 from support.files import write_jsonl
 from support.settings import RunSettings
-from support.types import OUTCOME_FIELDS, Outcome, Request, Response
+from support.types import OPTIONAL_FIELDS, OUTCOME_FIELDS, Outcome, Request, Response
 from unit.test_summary_matrix import run_cases  # the same in-process runner
 
 MODELS = ("m-a", "m-b")
@@ -59,6 +59,9 @@ RAW_FIELDS = frozenset(
 # and how an answer was obtained (ARCHITECTURE.md, batches: raw_results.jsonl stays a
 # synchronous run's)
 NOT_RAW = frozenset({"latency_s", "backend_calls", "cache_hits", "cached", "batch_usage"})
+# in the row only when not empty (a model's thinking, a cut answer's finish reasons, what was
+# adapted of its requests): a run without them writes what it always wrote
+WHEN_SET = frozenset(OPTIONAL_FIELDS)
 GARBAGE = "Sorry, I can't help with that."
 
 
@@ -177,14 +180,16 @@ def test_every_summary_interval_is_ordered_and_not_degenerate(outcomes, name: st
 @pytest.mark.parametrize("name", evaluations.names())
 def test_raw_rows_hold_every_schema_field(outcomes, tmp_path: Path, name: str) -> None:
     every = {f.name for f in OUTCOME_FIELDS}
-    assert every == RAW_FIELDS | NOT_RAW and not RAW_FIELDS & NOT_RAW  # each field placed once
+    # each field placed once
+    assert every == RAW_FIELDS | NOT_RAW | WHEN_SET and not RAW_FIELDS & NOT_RAW
     _, outs = outcomes(name)
     path = write_jsonl(outs, tmp_path / "raw_results.jsonl")
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert rows and len(rows) == len(outs)
     for row, o in zip(rows, outs, strict=True):
-        assert set(row) == RAW_FIELDS, (o.case_id, sorted(RAW_FIELDS ^ set(row)))
-        expected = {k: v for k, v in o.to_json().items() if k in RAW_FIELDS}
+        set_here = {f for f in WHEN_SET if getattr(o, f)}
+        assert set(row) == RAW_FIELDS | set_here, (o.case_id, sorted(RAW_FIELDS ^ set(row)))
+        expected = {k: v for k, v in o.to_json().items() if k in RAW_FIELDS | set_here}
         assert json.dumps(row, sort_keys=True) == json.dumps(expected, sort_keys=True)
         if o.backend_calls:  # the sha256 of the case's first request
             assert re.fullmatch(r"[0-9a-f]{64}", row["prompt_hash"]), (o.case_id, row)

@@ -251,11 +251,18 @@ def test_the_backend_starts_once_before_a_first_request_that_is_not_cached(tmp_p
 
 
 def test_outcome_json_equals_asdict_and_round_trips():
-    """Outcome.to_json (field by field) gives what dataclasses.asdict gives, and from_json
-    rebuilds the same outcome."""
-    from dataclasses import asdict
+    """Outcome.to_json (field by field) gives what dataclasses.asdict gives, less what is
+    written only when set (no reasoning tokens, no thinking, finish reasons or adaptations),
+    and from_json rebuilds the same outcome."""
+    from dataclasses import asdict, replace
 
-    from support.types import Outcome
+    from support.types import OPTIONAL_FIELDS, Outcome
+
+    def as_written(o: Outcome) -> dict:
+        d = {k: v for k, v in asdict(o).items() if k not in OPTIONAL_FIELDS or v}
+        for k in ("usage", "batch_usage"):
+            d[k] = {name: n for name, n in d[k].items() if name != "reasoning_tokens" or n}
+        return {k: list(v) if k in OPTIONAL_FIELDS else v for k, v in d.items()}
 
     o = Outcome(
         "c-m", "toy", "m", "wrong", group={"g": "G"}, cluster="v", scores={"hit": None},
@@ -263,5 +270,9 @@ def test_outcome_json_equals_asdict_and_round_trips():
         params={"row": 7}, extra={"k": [1]}, error=None,
     )  # fmt: skip
     d = o.to_json()
-    assert d == asdict(o) and list(d) == list(asdict(o))
+    assert d == as_written(o) and list(d) == list(as_written(o))
     assert Outcome.from_json(d) == o and Outcome.from_json(d).usage == Usage(3, 4)
+    thought = replace(o, usage=Usage(3, 4, 2), thinking=("hmm",), finish_reasons=("length",))
+    d = thought.to_json()
+    assert d == as_written(thought) and d["usage"]["reasoning_tokens"] == 2
+    assert Outcome.from_json(d) == thought

@@ -15,11 +15,13 @@ import importlib.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from support.backends.thinking import Thinking
 from support.secrets import watch_variables
 from support.types import Request, Response
+
+if TYPE_CHECKING:  # thinking.py reads model folders, whose module imports this one
+    from support.backends.thinking import Thinking
 
 
 class BackendError(RuntimeError):

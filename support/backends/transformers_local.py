@@ -20,18 +20,18 @@ not matter). Not the transformers or torch version: an upgrade re-using the same
 and dtype gives the same answers up to floating-point noise, so cached answers are kept (bump
 support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
 
-Thinking models: a model is one when its own chat template writes `<think>` (support.backends.
-thinking.template_thinks: Qwen3-VL-Thinking's opens the assistant turn with "<think>\n", so its
-output starts inside the span and holds only "</think>"), never by its --model name; Qwen3-VL
-Instruct has the tokens but a template without them, so it is not one. Read from the folder's
-(or the hub snapshot's) template files when the backend is made; a hub id not downloaded yet is
-decided from the loaded processor. A thinking model's requests get `thinking_allowance` more
-tokens (the variant's `+budget-N`, else LOCAL_THINKING_ALLOWANCE), so the answer keeps the
-max_tokens the evaluation asked for, and the allowance joins its cache identity (other models'
-identities and token limits are as they were). Each sample is split by `split_local` (the
-prompt says whether the span is open): `texts` the answer, `thinking` the span, and
-`usage.reasoning_tokens` its tokens. Every model reports each sample's finish reason: "length"
-for a row that reached its token limit without an end-of-turn token, else "stop".
+Thinking models (support/backends/local_thinking.py): a model is one when its own chat template
+writes `<think>` (Qwen3-VL-Thinking's opens the assistant turn with "<think>\n", so its output
+starts inside the span and holds only "</think>"), never by its --model name; Qwen3-VL Instruct
+has the tokens but a template without them, so it is not one. Read from the folder's (or the hub
+snapshot's) template files when the backend is made; a hub id not downloaded yet is decided from
+the loaded processor. A thinking model's requests get `thinking_allowance` more tokens (the
+variant's `+budget-N`, else LOCAL_THINKING_ALLOWANCE), so the answer keeps the max_tokens the
+evaluation asked for, and the allowance joins its cache identity (other models' identities and
+token limits are as they were). Each sample is split by `split_local` (the prompt says whether
+the span is open): `texts` the answer, `thinking` the span, and `usage.reasoning_tokens` its
+tokens. Every model reports each sample's finish reason: "length" for a row that reached its
+token limit without an end-of-turn token, else "stop".
 """
 
 from __future__ import annotations
@@ -55,13 +55,15 @@ from support.backends.base import (
 )
 from support.backends.chat_template import render_prompt, request_images
 from support.backends.families import Family, family_of, family_of_config
-from support.backends.model_folder import checked_folder, revision_for
-from support.backends.thinking import (
+from support.backends.local_thinking import (
     LocalThinking,
-    Thinking,
-    span_open,
     split_local,
     token_counter,
+)
+from support.backends.model_folder import checked_folder, revision_for
+from support.backends.thinking import (
+    Thinking,
+    span_open,
 )
 from support.types import Request, Response, Usage
 

@@ -29,7 +29,7 @@ GPU count, the batch size, the image limit or the vLLM version: an upgrade keeps
 (bump support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
 
 Thinking models, as on `hf:` (support.backends.transformers_local): a model is one when its own
-chat template writes `<think>` (support.backends.thinking.template_thinks; Qwen3-VL-Thinking's
+chat template writes `<think>` (support.backends.local_thinking.template_thinks; Qwen3-VL-Thinking's
 opens the assistant turn with "<think>\n", Qwen3-VL Instruct's never writes it), read from its
 folder or hub snapshot when the backend is made (a hub id not downloaded yet: from the processor
 the engine start loads). Its requests' max_tokens grow by `thinking_allowance` (the variant's
@@ -58,12 +58,14 @@ from support.backends.base import (
     register_provider,
 )
 from support.backends.families import Family, family_of
-from support.backends.thinking import (
+from support.backends.local_thinking import (
     LocalThinking,
-    Thinking,
-    span_open,
     split_local,
     token_counter,
+)
+from support.backends.thinking import (
+    Thinking,
+    span_open,
 )
 from support.types import Request, Response, Usage
 
