@@ -3,6 +3,7 @@ loopback server's Batch API (127.0.0.1 only)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -82,10 +83,12 @@ def test_pgt_two_stages_over_submit_and_collect_runs(run_suite, sample, monkeypa
     for name in ("raw_results.jsonl", "summary.csv", "comparisons.csv"):
         assert (folder / "r4" / name).read_bytes() == (folder / "r5" / name).read_bytes(), name
     usage = {
-        r: (folder / r / "usage.csv").read_text().splitlines()[1].split(",") for r in ["r4", "r5"]
+        r: next(csv.DictReader((folder / r / "usage.csv").read_text().splitlines()))
+        for r in ["r4", "r5"]
     }
-    batch_cost, sync_cost = float(usage["r4"][4]), float(usage["r5"][4])
-    assert batch_cost == pytest.approx(sync_cost / 2) and float(usage["r4"][5]) == batch_cost
+    batch_cost, sync_cost = float(usage["r4"]["cost_usd"]), float(usage["r5"]["cost_usd"])
+    assert batch_cost == pytest.approx(sync_cost / 2)
+    assert float(usage["r4"]["batch_cost_usd"]) == batch_cost
     records = [json.loads(p.read_text()) for p in (tmp_path / "cache" / "batches").glob("*/*.json")]
     assert sorted(r["state"] for r in records) == ["collected", "collected"]
 
