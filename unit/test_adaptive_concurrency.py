@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from api_runs import api_env, run_evaluation
@@ -567,21 +568,26 @@ def test_loopback_answers_429_with_retry_after_past_its_rate():
     assert stats["rate_limited"] == 1 and stats["answered"] == 1
 
 
-def test_loopback_answers_429_past_its_in_flight_cap():
+def post_chat(url: str) -> tuple[int, Any]:
+    """One chat completion posted to the loopback at `url`: (status, the headers of an error)."""
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    req = urllib.request.Request(
+        url + "/v1/chat/completions",
+        data=body,
+        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, None
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers
+
+
+def test_loopback_answers_429_past_its_in_flight_cap():
     cap = InFlightCap(2, retry_after_s=1.5)
 
     def post(url: str, out: list) -> None:
-        req = urllib.request.Request(
-            url + "/v1/chat/completions",
-            data=body,
-            headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                out.append((resp.status, None))
-        except urllib.error.HTTPError as exc:
-            out.append((exc.code, exc.headers))
+        out.append(post_chat(url))
 
     with LoopbackServer(
         lambda r: "a", api_key=KEY, latency_s=0.5, in_flight_cap=cap, lifetime_s=30
@@ -612,21 +618,12 @@ def test_loopback_command_line_in_flight_cap():
     """`--in-flight-cap N --in-flight-retry-after S`, as the benchmark starts it."""
     from support.testing.loopback import server_process
 
-    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
     options = ("--latency", "0.5", "--in-flight-cap", "1", "--in-flight-retry-after", "0.25")
     with server_process("ok", KEY, *options, lifetime_s=60) as url:
 
         def post() -> int | str:
-            req = urllib.request.Request(
-                url + "/v1/chat/completions",
-                data=body,
-                headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
-            )
-            try:
-                with urllib.request.urlopen(req, timeout=10) as resp:
-                    return resp.status
-            except urllib.error.HTTPError as exc:
-                return f"{exc.code} {exc.headers['retry-after']}"
+            status, headers = post_chat(url)
+            return status if headers is None else f"{status} {headers['retry-after']}"
 
         first: list = []
         thread = threading.Thread(target=lambda: first.append(post()))
