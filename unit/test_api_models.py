@@ -235,7 +235,7 @@ def test_the_axis_expands_only_the_models_that_take_it():
         "claude-opus-4-7+effort-low",
         "claude-opus-4-7+effort-max",
     ]
-    assert kept == ["oracle (takes none of them)"]
+    assert kept == [("oracle", "takes none of them")]
 
 
 # -- what comes back ----------------------------------------------------------------------------
@@ -336,3 +336,26 @@ def test_a_served_models_reasoning_is_kept_apart(field):
     assert answer.texts == ("real",) and answer.thinking == ("It is fake.",)
     assert answer.usage == Usage(9, 7, 5) and answer.finish_reasons == ("length",)
     assert answer.response("m").truncated
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--model=oracle", "--reasoning-effort=high"], "none of the models takes high"),
+        (["--model=gpt-6.2-sol", "--reasoning-effort=HIGH"], "--reasoning-effort 'HIGH'"),
+        (["--model=gemini-2.5-pro", "--thinking-budget=lots"], "--thinking-budget 'lots'"),
+        (["--model=gpt-6.2-sol+effort-none"], "is not one of low, medium, high, xhigh, max"),
+    ],
+)
+def test_thinking_options_are_usage_errors_naming_the_option(options, says, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(repo / "evals" / "nyu_distance"), f"--rootdir={repo}",
+         "--collect-only", "-q", "-p", "no:cacheprovider", f"--cache-dir={tmp_path}", *options],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 4 and says in proc.stderr, proc.stderr[-2000:]

@@ -370,22 +370,21 @@ def thinking_refusal(spec: ModelSpec, thinking: Thinking) -> str | None:
 
 def thinking_variants(
     names: list[str], efforts: list[str], budgets: list[int]
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[tuple[str, str]]]:
     """`--reasoning-effort` / `--thinking-budget` applied to the run's models: each model that
     takes a value becomes one variant a value (`variant_name`); one that takes none of them
-    stays as it is. Returns (the models, what was left as it was, with why)."""
+    stays as it is. Returns (the models, those left as they were with why)."""
     settings = [Thinking(effort=e) for e in efforts] + [Thinking(budget=b) for b in budgets]
     if not settings:
         return names, []
     out: list[str] = []
-    kept: list[str] = []
+    kept: list[tuple[str, str]] = []
     for name in names:
         spec = model_spec(name)
         taken = [t for t in settings if thinking_refusal(spec, t) is None]
         if spec.thinking is not None or not taken:
             out.append(name)
-            why = "its own setting" if spec.thinking is not None else "takes none of them"
-            kept.append(f"{name} ({why})")
+            kept.append((name, "its own setting" if spec.thinking else "takes none of them"))
             continue
         out += [variant_name(name, t) for t in taken]
     return out, kept
