@@ -176,7 +176,9 @@ def test_image_limits_are_checked_before_sending():
     from support.backends.anthropic_messages import AnthropicBackend
     from support.backends.base import BackendError
 
-    backend = AnthropicBackend("claude-sonnet-4-6", "claude-sonnet-4-6", api_key="sk-test-image-limit-7c1d")
+    backend = AnthropicBackend(
+        "claude-sonnet-4-6", "claude-sonnet-4-6", api_key="sk-test-image-limit-7c1d"
+    )
     many = req(parts=tuple(Part.of_image(b"\x89PNG\r\n\x1a\n" + bytes(8)) for _ in range(101)))
     with pytest.raises(BackendError, match="at most 100"):
         backend.plan(many)
