@@ -361,3 +361,18 @@ def test_thinking_options_are_usage_errors_naming_the_option(options, says, tmp_
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 4 and says in proc.stderr, proc.stderr[-2000:]
+
+
+def test_pgt_says_what_each_mode_sent():
+    from support.evaluations.pgt.summary import modes_sent
+
+    outs = [
+        Outcome("a-m", "pgt", "claude-sonnet-4-6", "wrong", params={"mode": "prefill"}),
+        Outcome("b-m", "pgt", "gpt-4o", "wrong", params={"mode": "prompt"}),
+        Outcome("c-m", "pgt", "oracle", "correct", params={"mode": "prefill"}),
+    ]
+    table = modes_sent(outs).set_index("model")
+    assert "oracle" not in table.index  # reference models read the request as it is
+    assert table.loc["claude-sonnet-4-6", "stage_1"].startswith("prefill: unsupported")
+    assert table.loc["gpt-4o", "stage_1"] == "user turn: the phrase as an instruction"
+    assert table.loc["gpt-4o", "stage_2"].startswith("prefill as a final assistant turn")

@@ -520,7 +520,7 @@ def modes_sent(outcomes: Iterable[Outcome]) -> pd.DataFrame:
     model's traits and what its backend adapted (Outcome.adapted). Empty for a run of
     reference models only."""
     from support.backends.api_models import PREFILL_AS_INSTRUCTION
-    from support.backends.registry import spec_or_unregistered
+    from support.backends.registry import UNSUPPORTED_PREFILL, spec_or_unregistered
 
     seen: dict[tuple[str, str], set[str]] = {}
     for o in outcomes:
@@ -533,8 +533,9 @@ def modes_sent(outcomes: Iterable[Outcome]) -> pd.DataFrame:
         spec = spec_or_unregistered(model)
         if spec.kind == "reference":
             continue
-        unsupported = PREFILL_AS_INSTRUCTION in adapted or spec.prefill == "unsupported"
-        prefill = PREFILL_SENT["unsupported" if unsupported else spec.prefill]
+        unsupported = PREFILL_AS_INSTRUCTION in adapted or spec.prefill == UNSUPPORTED_PREFILL
+        mode_of_prefill = UNSUPPORTED_PREFILL if unsupported else spec.prefill
+        prefill = PREFILL_SENT.get(mode_of_prefill, mode_of_prefill)  # a plugin's own: as named
         rows.append(
             {
                 "model": model,
