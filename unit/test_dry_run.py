@@ -5,6 +5,7 @@ provider's tokenizer, so the 10%-of-real-usage check needs a real provider)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -101,7 +102,12 @@ def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
 
     sample = build_pgt_sample(tmp_path / "pgt")
     args = (f"--pgt-dataset={sample}", "--pgt-phrase=cot", "--pgt-mode=prompt", "--pgt-n=1,3")
-    with LoopbackServer(lambda r: "The answer is A", api_key=KEY, lifetime_s=240) as server:
+    # each answer its own text, so no two stage-2 requests are the same request (one sent
+    # while its twin is in flight, or after it is cached, would be answered without a call)
+    answers = itertools.count()
+    with LoopbackServer(
+        lambda r: f"The answer is A ({next(answers)})", api_key=KEY, lifetime_s=240
+    ) as server:
         dry = run_eval("pgt", "openai", server.url, tmp_path, "dry", *args, "--dry-run")
         assert dry.returncode == 0, dry.stdout[-3000:]
         assert server.stats.attempts == 0
