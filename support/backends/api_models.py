@@ -105,6 +105,11 @@ class Rules:
             return thinking.budget > 0
         return thinking.effort != "none"
 
+    def takes_prefill(self, thinking: Thinking | None) -> bool:
+        """Whether a request with `thinking` (None: the model's default) may end with a
+        prefill: the model takes one, and thinking, where it is on, does not refuse it."""
+        return self.prefill and not (self.no_prefill_with_thinking and self.thinks(thinking))
+
     def room(self, thinking: Thinking | None) -> int:
         """Tokens added to an answer's limit for thinking (0 where thinking is off or does not
         count against the limit)."""
@@ -147,7 +152,7 @@ def plan(request: Request, rules: Rules, thinking: Thinking | None = None) -> Pl
     """Fit `request` to a model with `rules` (module docstring)."""
     adapted: list[str] = []
     thinks = rules.thinks(thinking)
-    if request.prefill and (not rules.prefill or (thinks and rules.no_prefill_with_thinking)):
+    if request.prefill and not rules.takes_prefill(thinking):
         request = without_prefill(request)
         adapted.append(PREFILL_AS_INSTRUCTION)
     temperature: float | None = request.temperature

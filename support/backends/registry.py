@@ -153,9 +153,7 @@ class ModelSpec:
         """How a request's prefill reaches the model (`Backend.prefill`), or UNSUPPORTED_PREFILL
         where the model's API refuses one (it is then sent as a user-turn instruction)."""
         rules = self.rules
-        if rules is not None and (
-            not rules.prefill or (rules.no_prefill_with_thinking and rules.thinks(self.thinking))
-        ):
+        if rules is not None and not rules.takes_prefill(self.thinking):
             return UNSUPPORTED_PREFILL
         return self.backend_class.prefill
 
