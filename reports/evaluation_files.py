@@ -45,8 +45,8 @@ class _Written:
 def write_evaluation(
     name: str,
     outcomes: Sequence[Outcome],
-    run: RunSettings,
     completion: Completion,
+    run: RunSettings,
     engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
     started: float,
     args: Sequence[str],
@@ -82,6 +82,7 @@ def write_evaluation(
         files=tuple(written.files),
         unwritten=tuple(written.unwritten),
         failure=failure,
+        completion=completion,
         **found,
     )
 
@@ -120,7 +121,7 @@ def _write_summary_files(
             written.attempt(lambda: [write_csv(table, out_dir / "comparisons.csv")])
             section = report_section(table, notes)
     finally:  # report.md once, with whatever the summary added before anything failed
-        notice = completion.partial_line() if completion.interrupted else None
+        notice = completion.partial_line()
 
         def write_report() -> list[Path]:
             path = ctx.report.write(out_dir / "report.md", notice, section)

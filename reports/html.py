@@ -9,10 +9,13 @@
   lazily loaded `<img>` in the case's details, shown up to `PICTURE_WIDTH_PX` wide (a click shows
   it at full size). With --self-contained-html a picture is inlined while the run's inlined
   picture bytes stay within --html-inline-mb; the rest, and every picture of a report that is
-  not self-contained, go to `<report name>_assets/` beside the report (files named by content).
+  not self-contained, go to `<report name>_assets/` beside the report (files named by content:
+  cases showing the same picture, e.g. one image asked of two models, share one file, and the
+  page counts the files, not the links).
 - **Summary.** A contents list first (each evaluation with its counts by status), then each
   evaluation in run order (the order its first outcome arrived): its headline table, paired
-  comparisons and plots, numbers formatted as in report.md.
+  comparisons and plots, numbers formatted as in report.md, models in `--model` order, in
+  dark text of the page's normal size (pytest-html's own grey 12 px is for its results table).
 - **Data is text.** A test id carries a model name and a case id (from data file names), and
   pytest-html 4 puts it into its row cell unescaped (`<td class="col-testId">{test_id}</td>`),
   which its page then parses as HTML: `escaped_test_id` escapes that cell in the row hook. Every
@@ -55,7 +58,14 @@ HIDING = "\n".join(  # a status's checkbox unticked: the body gets vlmbench-hide
     for s in (*STATUSES, NO_STATUS)
 )
 STYLE = f"""<style>
-table.vlmbench td, table.vlmbench th {{padding: 2px 10px; text-align: right; white-space: nowrap}}
+table.vlmbench {{color: #1a1a1a; font-size: 14px; border-collapse: collapse; margin: 6px 0 14px}}
+table.vlmbench td, table.vlmbench th {{padding: 3px 10px; text-align: right; white-space: nowrap;
+  border-bottom: 1px solid #ddd}}
+table.vlmbench th {{background: #f0f0f0; font-weight: bold; border-bottom: 2px solid #bbb}}
+table.vlmbench tbody tr:nth-child(even) {{background: #fafafa}}
+.vlmbench-contents, .vlmbench-filter, .vlmbench-data, .vlmbench-note {{color: #1a1a1a;
+  font-size: 14px}}
+.vlmbench-contents a {{color: #0b5cad}}
 td.col-status {{font-weight: bold}}
 td.col-status.vlmbench-correct {{color: #2a7d2a}}
 td.col-status.vlmbench-wrong {{color: #c25e00}}
@@ -110,7 +120,8 @@ class HtmlCases:
         self.budget_bytes = budget_bytes  # bytes of base64 pictures a report may inline
         self.inline_bytes = 0  # bytes of base64 pictures inlined so far
         self.inlined = 0  # pictures inlined
-        self.linked = 0  # pictures written to self.assets
+        self.linked = 0  # pictures linked to a file of self.assets (one file may serve several)
+        self.asset_files: set[str] = set()  # the distinct files of self.assets linked
         self.statuses: dict[str, Counter[str]] = {}  # nodeid -> outcome statuses counted
 
     @pytest.hookimpl(tryfirst=True)  # before pytest-html reads the report's extras
@@ -152,6 +163,7 @@ class HtmlCases:
         path = self.assets / name
         if not path.is_file():
             path.write_bytes(data)
+        self.asset_files.add(name)
         return f"{self.assets.name}/{name}"
 
     def status_cell(self, nodeid: str) -> str:
@@ -177,16 +189,22 @@ class HtmlCases:
         cells.insert(1, self.status_cell(report.nodeid))
 
     def pictures_note(self) -> str:
-        """Where the pictures are, when some are not in the report itself."""
+        """Where the pictures are, when some are not in the report itself: the files of the
+        assets folder this page links (what `ls` counts there), and how many case pictures
+        link to them when cases share a file."""
         if not self.linked:
             return ""
+        files = len(self.asset_files)
         where = f"{self.assets.name}/ beside this report (keep the folder with it)"
+        linked = f"{files} file{'s' if files != 1 else ''} in {where}"
+        if self.linked != files:
+            linked += f", shown by {self.linked} cases (cases with the same picture share a file)"
         if not self.self_contained:
-            return f"<p>Case pictures: {self.linked} in {html.escape(where)}.</p>"
+            return f'<p class="vlmbench-note">Case pictures: {html.escape(linked)}.</p>'
         return (
-            f"<p>Case pictures: {self.inlined} inlined ({self.inline_bytes / 1e6:.1f} MB, "
-            f"--html-inline-mb {self.budget_bytes / 1e6:g}), {self.linked} in "
-            f"{html.escape(where)}.</p>"
+            f'<p class="vlmbench-note">Case pictures: {self.inlined} inlined '
+            f"({self.inline_bytes / 1e6:.1f} MB, --html-inline-mb {self.budget_bytes / 1e6:g}), "
+            f"{html.escape(linked)}.</p>"
         )
 
 
@@ -258,7 +276,7 @@ def evaluation_section(result: EvaluationResult, run: RunSettings) -> list[str]:
     from support.comparisons.pairing import (
         shown_comparisons,  # pandas: imported at report time only
     )
-    from support.tables import with_intervals
+    from support.tables import in_model_order, with_intervals
 
     name, headline = result.name, result.headline
     if headline is None:
@@ -270,7 +288,7 @@ def evaluation_section(result: EvaluationResult, run: RunSettings) -> list[str]:
     data = result.data_label  # e.g. the synthetic sample: said above its numbers
     if data:
         parts.append(f'<p class="vlmbench-data"><b>Data: {html.escape(data)}</b></p>')
-    parts.append(html_table(with_intervals(headline, metrics)))
+    parts.append(html_table(with_intervals(in_model_order(headline, run.models), metrics)))
     compared = result.comparisons
     if compared is not None and len(compared):
         parts.append("<h3>Paired comparisons (b - a; p Holm-adjusted in p_holm)</h3>")

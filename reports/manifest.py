@@ -11,7 +11,8 @@ The controller writes one per evaluation at session finish (reports.evaluation_f
     data      sha256 over the sorted (relative path, size, sha256 of content) of the files the
               evaluation reads (its spec's `data_files`); each file's sha256 is memoised by
               (path, size, mtime) in a JSON file in the cache folder (support.file_hashes), so a
-              3 GB file is hashed once
+              3 GB file is hashed once; `label`: the spec's `data_label` (the synthetic sample's
+              name, null for real data)
     prompts   sha256 of the source file of each prompt module (the spec's `prompt_modules`), and
               the outcomes' prompt hashes: how many, how many distinct, a digest of the distinct
     models    per `--model`: kind and provider (the registry), the backend's identity as the
@@ -300,19 +301,22 @@ def data_fingerprint(paths: Sequence[Path], hashes: FileHashes) -> dict[str, Any
 
 
 def data_section(evaluation: str, settings: Any, run: RunSettings) -> dict[str, Any] | None:
-    """The evaluation's data fingerprint (None when its spec names no data files; an error
-    message, not an exception, when listing or reading fails)."""
+    """The evaluation's data fingerprint and `label`, what the data is when it is not the real
+    dataset (the spec's `data_label`, e.g. the synthetic sample; null for real data). None when
+    the spec names neither data files nor a label; an error message, not an exception, when
+    listing or reading fails."""
     spec = evaluations.spec(evaluation)
+    label = spec.data_label(run) if spec.data_label is not None else None
     if spec.data_files is None:
-        return None
+        return {"label": label} if label else None
     hashes = FileHashes(Path(run.cache_dir) / HASH_MEMO)
     try:
         section = data_fingerprint(list(spec.data_files(settings, run)), hashes)
     except Exception as exc:  # the manifest must not cost the run its files
-        return {"error": f"{type(exc).__name__}: {exc}"}
+        return {"error": f"{type(exc).__name__}: {exc}", "label": label}
     finally:
         hashes.save()
-    return section
+    return {**section, "label": label}
 
 
 # --- prompts, models, run -------------------------------------------------------------------------

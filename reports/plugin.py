@@ -18,22 +18,27 @@ thread.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from reports import terminal
-from reports.gates import Gate, failed_gates
+from reports.gates import Gate, GateCheck, check_gates
 from reports.result import Completion, EvaluationResult, RunResult, headlines
 from support import evaluations
 from support.settings import RunSettings
 from support.types import Outcome
 
+if TYPE_CHECKING:
+    from reports.resume import Earlier
+
 REPORT_PLUGIN_KEY = pytest.StashKey["ReportPlugin"]()
+LAST_RUN_KEY = "vlmbench/last_run_id"  # pytest's cache: the run id of the last run with results
 OUTCOMES_ATTR = "vlmbench_outcomes"  # TestReport attribute: list of Outcome JSON dicts
 # what writing the files imports, beyond the summaries (imported when the first outcome arrives)
 REPORT_MODULES = (
@@ -50,6 +55,10 @@ class ReportPlugin:
     def __init__(self, run: RunSettings, gates: list[Gate]) -> None:
         self.run = run
         self.gates = gates
+        self.rerun_of_failed = False  # --lf with failures of an earlier run to rerun
+        self.previous_run: str | None = None  # the run id of pytest's cache (LAST_RUN_KEY)
+        # --resume: evaluation -> the earlier run its outcomes are merged with (reports.resume)
+        self.earlier: dict[str, Earlier] = {}
         self.started = time.time()  # epoch s, at configure: the manifest's session start
         self.result: RunResult | None = None  # built once, at session finish
         # evaluation -> case_id -> outcome, evaluations in the order their first outcome arrived
@@ -58,6 +67,15 @@ class ReportPlugin:
         self._selected = 0  # cases selected (items collected, or one xdist worker's count)
         self._finished: set[str] = set()  # node ids of the cases that ran to their teardown
         self._imported = False  # REPORT_MODULES and the summaries
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """What pytest's cache says of the runs before this one (read before this session
+        changes it): whether --lf reruns failures, and the last run with results."""
+        cache = getattr(session.config, "cache", None)  # None under -p no:cacheprovider
+        if cache is not None:
+            self.rerun_of_failed = reruns_failures(session.config)
+            self.previous_run = cache.get(LAST_RUN_KEY, None)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not session.config.option.collectonly and session.items:
@@ -90,6 +108,7 @@ class ReportPlugin:
             interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
             cases_finished=len(self._finished),
             cases_selected=self._selected,
+            rerun_of_failed=self.rerun_of_failed,
         )
         inv = session.config.invocation_params
         results: tuple[EvaluationResult, ...] = ()
@@ -98,19 +117,56 @@ class ReportPlugin:
 
             results = tuple(
                 write_evaluation(
-                    name, tuple(by_case.values()), self.run, completion, self._engine_stats,
+                    name, *self._merged(name, completion), self.run, self._engine_stats,
                     self.started, inv.args, inv.dir,
                 )
-                for name, by_case in self._outcomes.items()  # in arrival order
+                for name in self._outcomes  # in arrival order
             )  # fmt: skip
+        if results and getattr(session.config, "cache", None) is not None:  # for a later --lf
+            session.config.cache.set(LAST_RUN_KEY, self.run.run_id)
+        # each gate on its own: one JUnit test a gate (fixtures.junit), counted on the terminal
+        self.gate_checks: list[GateCheck] = check_gates(self.gates, headlines(results))
         self.result = RunResult(
             results,
             completion,
             MappingProxyType({p: tuple(s) for p, s in self._engine_stats.items()}),
-            tuple(failed_gates(self.gates, headlines(results))),
+            tuple(line for check in self.gate_checks for line in check.failures),
+            self._rerun(results),
         )
         if self.result.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _rerun(self, results: tuple[EvaluationResult, ...]) -> tuple[str, bool] | None:
+        """The run to complete and whether only what failed is to run again (RunResult.rerun)."""
+        if self.rerun_of_failed and not self.earlier:  # --lf into a new folder
+            return (self.previous_run, True) if self.previous_run else None
+        if any(r.completion.interrupted or r.completion.stopped_early for r in results):
+            return self.run.run_id, False  # cases never run are not among pytest's last failed
+        if any(not r.completion.complete for r in results):
+            return self.run.run_id, False
+        if any(o.status == "error" for r in results for o in r.outcomes):
+            return self.run.run_id, True
+        return None
+
+    def _merged(self, name: str, completion: Completion) -> tuple[tuple[Outcome, ...], Completion]:
+        """An evaluation's outcomes and completion: this session's, or under --resume merged
+        with the earlier run's (this session's winning), the completion saying so."""
+        new = tuple(self._outcomes[name].values())
+        earlier = self.earlier.get(name)
+        if earlier is None:
+            return new, completion
+        from reports.resume import earlier_outcomes, merged
+
+        before = earlier_outcomes(earlier.folder)
+        keys = {(o.model, o.case_id) for o in new}
+        kept = [o for o in before if (o.model, o.case_id) not in keys]
+        return tuple(merged(before, new)), dataclasses.replace(
+            completion,
+            resumed=self.run.run_id,
+            kept=len(kept),
+            # this session ran every case the earlier one had: its own completion is what counts
+            earlier_complete=earlier.complete or not kept,
+        )
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.result is None:  # the session never finished
@@ -138,3 +194,16 @@ def register_reporter(config: pytest.Config, run: RunSettings, gates: list[Gate]
     config.stash[REPORT_PLUGIN_KEY] = plugin
     config.pluginmanager.register(plugin, "vlmbench-report")
     return plugin
+
+
+def reruns_failures(config: pytest.Config) -> bool:
+    """--lf with failed cases of an earlier run to rerun: the session runs those alone (read at
+    session start, before this session changes pytest's cache; with none, --lf runs all)."""
+    if not config.getoption("lf", False) or getattr(config, "cache", None) is None:
+        return False
+    return any(str(k).startswith("evals/") for k in config.cache.get("cache/lastfailed", {}))
+
+
+def report_plugin(config: pytest.Config) -> ReportPlugin | None:
+    """The controller's reporter (None on workers, under --dry-run, or before configure)."""
+    return config.stash.get(REPORT_PLUGIN_KEY, None)

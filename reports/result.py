@@ -25,28 +25,72 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Completion:
-    """Whether the run finished, and how many of the selected cases did (an interrupted run's
-    files hold partial results)."""
+    """How far an evaluation's tables reach: whether the session finished, how many of the
+    selected cases did, and (`--resume`) the earlier run its outcomes were merged into. A table
+    that is not `complete` says so first (`partial_line`) in report.md, the terminal and
+    manifest.json."""
 
     interrupted: bool = False  # the session ended by KeyboardInterrupt (SIGINT)
     cases_finished: int = 0  # cases that ran to their teardown
     cases_selected: int = 0  # items collected, or one xdist worker's count
+    rerun_of_failed: bool = False  # --lf: only the cases that failed before were selected
+    resumed: str | None = None  # --resume: the run id whose outcomes these were merged with
+    kept: int = 0  # outcomes of that run kept (their cases were not run again)
+    earlier_complete: bool = True  # that run's tables were complete, or this one ran all it had
+
+    @property
+    def stopped_early(self) -> bool:
+        """Selected cases left unrun without an interrupt: -x or --maxfail."""
+        return not self.interrupted and self.cases_finished < self.cases_selected
+
+    @property
+    def complete(self) -> bool:
+        """The tables hold every case of the selection they stand for."""
+        if self.interrupted or self.stopped_early:
+            return False
+        if self.resumed is not None:
+            return self.earlier_complete
+        return not self.rerun_of_failed
 
     def as_json(self) -> dict[str, Any]:
         """manifest.json's "completion"."""
-        return {
-            "complete": not self.interrupted,
+        out: dict[str, Any] = {
+            "complete": self.complete,
             "interrupted": self.interrupted,
             "cases_finished": self.cases_finished,
             "cases_selected": self.cases_selected,
         }
+        if self.stopped_early:
+            out["stopped_early"] = True
+        if self.rerun_of_failed:
+            out["rerun_of_failed"] = True
+        if self.resumed is not None:
+            out["resumed"] = self.resumed
+            out["kept"] = self.kept
+        partial = self.partial_line()
+        if partial:
+            out["partial"] = partial
+        return out
 
-    def partial_line(self) -> str:
-        """What report.md and the terminal say first about an interrupted run."""
-        return (
-            f"interrupted: partial results ({self.cases_finished} of {self.cases_selected} "
-            "cases finished)"
-        )
+    def partial_line(self) -> str | None:
+        """What report.md and the terminal say first about tables that are not complete (None
+        when they are)."""
+        done = f"{self.cases_finished} of {self.cases_selected} cases finished"
+        if self.interrupted:
+            return f"interrupted: partial results ({done})"
+        if self.stopped_early:
+            return f"stopped early (-x or --maxfail): partial results ({done})"
+        if self.resumed is not None and not self.earlier_complete:
+            return (
+                f"partial results: run {self.resumed} was not complete and this rerun did not "
+                f"run all its cases ({self.kept} kept, {self.cases_finished} run)"
+            )
+        if self.resumed is None and self.rerun_of_failed:
+            return (
+                f"partial results: a rerun of what failed before (--lf); these tables hold only "
+                f"the {self.cases_finished} cases it ran"
+            )
+        return None
 
 
 @dataclass(frozen=True)
@@ -66,6 +110,7 @@ class EvaluationResult:
     files: tuple[Path, ...] = ()
     unwritten: tuple[str, ...] = ()
     failure: str | None = None
+    completion: Completion = Completion()  # how far its tables reach (merged under --resume)
 
 
 @dataclass(frozen=True)
@@ -80,6 +125,9 @@ class RunResult:
         default_factory=lambda: MappingProxyType({})
     )
     gate_messages: tuple[str, ...] = ()
+    # what completes the tables (`--resume RUN`, `--lf` when only what failed is to run again),
+    # as (RUN, failed only); None when they are complete and nothing failed in the pipeline
+    rerun: tuple[str, bool] | None = None
 
     @property
     def summarized(self) -> tuple[EvaluationResult, ...]:

@@ -16,7 +16,6 @@ argument as a POSIX shell reads it (`rerun_line`), so pasting it runs pytest and
 from __future__ import annotations
 
 import re
-import shlex
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -78,14 +77,17 @@ def printable_report(report: Any) -> None:
     report.sections = [(head, printable(body)) for head, body in report.sections]
 
 
-def rerun_line(args: Sequence[str]) -> str:
-    """`rerun what failed: pytest <args> --lf ...`, each argument redacted (credentials in
-    `--api-base user:pass@` become ***) and then quoted for a POSIX shell (shlex.join): `-k "a or
-    b"` pastes back as one argument, and `$(...)` or a backquote in one is text, never run."""
-    from support.secrets import redact
+def rerun_line(args: Sequence[str], run_id: str, failed_only: bool) -> str:
+    """The command that completes run `run_id`'s tables (reports.resume.rerun_command: `pytest
+    <args> [--lf] --resume RUN`, redacted and quoted for a POSIX shell), with what it does."""
+    from reports.resume import rerun_command
 
-    command = shlex.join(["pytest", *(redact(str(a)) for a in args), "--lf"])
-    return f"rerun what failed: {command} (answers already received are cached)"
+    command = rerun_command(args, run_id, failed_only)
+    what = "rerun what failed" if failed_only else "run what is missing"
+    return (
+        f"{what} and complete the tables of run {run_id}: {command} (answers already received "
+        "are cached)"
+    )
 
 
 def interval_label(run: RunSettings) -> str:
@@ -253,12 +255,12 @@ def folders_line(files: dict[str, list[Path]], start: Path) -> str:
 
 def dry_run_lines(name: str, table: pd.DataFrame, path: str | None) -> list[str]:
     """The `--dry-run` estimate of one evaluation: a heading, the note on what is counted, the
-    table (one row a model; USD empty for a model without a price) and where it was written."""
+    table (one row a model; USD "—" for a model without a price) and where it was written."""
     from support.dry_run import NOTE
     from support.tables import markdown_table
 
     lines = [f"vlmbench: {name} dry run: requests to send, tokens and cost (USD)", NOTE]
-    lines += markdown_table(table.fillna("")).splitlines()
+    lines += markdown_table(table).splitlines()
     if path:
         lines.append(f"written: {path}")
     return lines

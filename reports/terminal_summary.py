@@ -31,13 +31,19 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
             _brief(tr, result, run)
     for line in terminal.batch_lines(result.engine_stats):
         tr.write_line(line)
-    if result.completion.interrupted and result.evaluations:
+    partial = {r.name: r.completion.partial_line() for r in result.evaluations}
+    for name, line in partial.items():
+        if line is None:
+            continue
+        which = "" if len(set(partial.values())) == 1 else f"{name}: "
         tr.write_line(
-            f"vlmbench: {result.completion.partial_line()}; the result files say so "
-            "(report.md, manifest.json completion)",
+            f"vlmbench: {which}{line}; the result files say so (report.md, manifest.json "
+            "completion)",
             red=True,
             bold=True,
         )
+        if not which:
+            break
     for r in result.evaluations:
         for why in r.unwritten:
             tr.write_line(f"vlmbench: {r.name}: NOT WRITTEN: {why}", red=True, bold=True)
@@ -50,11 +56,11 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
             bold=True,
         )
     errors = [line for r in result.evaluations for line in terminal.error_lines(r.name, r.outcomes)]
-    if errors:
-        for line in errors:
-            tr.write_line(line, red=True)
+    for line in errors:
+        tr.write_line(line, red=True)
+    if result.rerun is not None:
         # quoted for the shell; credentials (--api-base user:pass@) shown as ***
-        tr.write_line(terminal.rerun_line(tr.config.invocation_params.args))
+        tr.write_line(terminal.rerun_line(tr.config.invocation_params.args, *result.rerun))
     for msg in result.gate_messages:
         tr.write_line(f"GATE FAILED: {msg}", red=True, bold=True)
 
@@ -65,17 +71,17 @@ def _usage_table(tr: Any, r: EvaluationResult) -> None:
 
     if r.usage is not None and (r.usage["input_tokens"] > 0).any():
         tr.write_line("usage and cost per model (USD; cached answers included):")
-        tr.write_line(markdown_table(r.usage.fillna("")))
+        tr.write_line(markdown_table(r.usage))
 
 
 def _brief(tr: Any, result: RunResult, run: RunSettings) -> None:
     """Per evaluation: a heading, the brief table, one line of counts (see reports.terminal);
     then one line naming the result folders."""
-    from support.tables import markdown_table
+    from support.tables import in_model_order, markdown_table
 
     for r in result.summarized:
         metrics = terminal.key_metrics(r.headline, r.key_metrics)
-        table = terminal.brief_table(r.headline, metrics)
+        table = terminal.brief_table(in_model_order(r.headline, run.models), metrics)
         what = [", ".join(metrics)]
         if any(f"{m}_lo" in r.headline.columns for m in metrics):
             shown = any("[" in str(v) for v in table.to_numpy().ravel())
@@ -101,14 +107,15 @@ def _tables(tr: Any, result: RunResult, run: RunSettings) -> None:
     import pandas as pd
 
     from support.comparisons.pairing import power_table
-    from support.tables import markdown_table, with_intervals
+    from support.tables import in_model_order, markdown_table, with_intervals
 
     for r in result.summarized:
         metrics = terminal.interval_metrics(r.headline)
         label = r.data_label
         heading = terminal.interval_label(run) if metrics else "no intervals"
         tr.write_sep("=", f"vlmbench: {r.name} ({heading}){f'; {label}' if label else ''}")
-        tr.write_line(markdown_table(with_intervals(r.headline, metrics)))
+        ordered = in_model_order(r.headline, run.models)
+        tr.write_line(markdown_table(with_intervals(ordered, metrics)))
         tr.write_line(terminal.counts_line(r.outcomes, r.comparisons))
         _usage_table(tr, r)
         for path in r.files[:MAX_LISTED_FILES]:

@@ -2,7 +2,9 @@
 
 Each folder is one evaluation's run (`results/<evaluation>/<run-id>/`, holding raw_results.jsonl).
 Cases pair by case id without the model (the same data; a different model or other settings), model
-by model when both runs have the same models, else the one model of A against the one of B. The
+by model when both runs have the same models, else the one model of A against the one of B. One
+model of a multi-model run is picked with `--model-a MODEL` / `--model-b MODEL`, or by naming the
+run `RUN@MODEL`; a model not in its run is an error that lists the run's models. The
 table is the evaluation's own comparison (support/comparisons/pairing.py: paired cluster-bootstrap
 intervals, the evaluation's tests, Holm over the table); cases found in one run only are counted and
 printed, never dropped silently.
@@ -44,6 +46,37 @@ def load_run(folder: Path) -> tuple[str, list[Outcome]]:
     return names.pop(), outcomes
 
 
+def split_run(arg: str) -> tuple[Path, str | None]:
+    """`RUN` or `RUN@MODEL` as (folder, model or None). A folder that exists whole is a RUN even
+    if its name holds `@`; else the split is at the first `@` whose left part is a folder (a
+    model name may hold `@` itself)."""
+    if Path(arg).is_dir() or "@" not in arg:
+        return Path(arg), None
+    at = arg.find("@")
+    while at != -1:
+        if Path(arg[:at]).is_dir():
+            return Path(arg[:at]), arg[at + 1 :] or None
+        at = arg.find("@", at + 1)
+    return Path(arg), None  # load_run names the missing folder
+
+
+def picked(
+    outcomes: Sequence[Outcome], model: str | None, side: str, folder: Path
+) -> list[Outcome]:
+    """`outcomes` of `model` only (all of them when None); ValueError naming the option and the
+    run's models when it has no such model. `side`: "a" or "b"."""
+    if model is None:
+        return list(outcomes)
+    mine = [o for o in outcomes if o.model == model]
+    if not mine:
+        models = ", ".join(dict.fromkeys(o.model for o in outcomes)) or "none"
+        raise ValueError(
+            f"--model-{side} (or RUN_{side.upper()}@MODEL) {model!r}: no such model in run "
+            f"{side.upper()} ({folder}); its models: {models}"
+        )
+    return mine
+
+
 def _tagged(outcomes: Sequence[Outcome], tag: str) -> list[Outcome]:
     """Outcomes with the model renamed `<tag>:<model>` (and the case id's suffix with it)."""
     out = []
@@ -54,14 +87,21 @@ def _tagged(outcomes: Sequence[Outcome], tag: str) -> list[Outcome]:
 
 
 def compare_runs(
-    folder_a: Path, folder_b: Path, n_resamples: int = 1000, seed: int = 0
+    folder_a: Path,
+    folder_b: Path,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    model_a: str | None = None,
+    model_b: str | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The paired table of run B against run A, and notes (unmatched cases, what was not
-    compared)."""
+    compared). `model_a` / `model_b`: one model of each run only (None: all of the run's)."""
     name_a, outs_a = load_run(folder_a)
     name_b, outs_b = load_run(folder_b)
     if name_a != name_b:
         raise ValueError(f"{folder_a} holds {name_a}, {folder_b} holds {name_b}: not comparable")
+    outs_a = picked(outs_a, model_a, "a", folder_a)
+    outs_b = picked(outs_b, model_b, "b", folder_b)
     models_a = list(dict.fromkeys(o.model for o in outs_a))
     models_b = list(dict.fromkeys(o.model for o in outs_b))
     shared = [m for m in models_a if m in models_b]
@@ -71,8 +111,8 @@ def compare_runs(
         requested = [(f"A:{models_a[0]}", f"B:{models_b[0]}")]
     else:
         raise ValueError(
-            f"runs share no model (A: {models_a}, B: {models_b}); compare runs of the same models, "
-            "or of one model each"
+            f"runs share no model (A: {', '.join(models_a)}; B: {', '.join(models_b)}): pick one "
+            "model of each with --model-a MODEL and --model-b MODEL (or RUN_A@MODEL RUN_B@MODEL)"
         )
     summary = evaluations.spec(name_a).summary_module()
     found = summary.compared(
@@ -97,18 +137,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="vlmbench-compare", description=__doc__.splitlines()[0] if __doc__ else None
     )
-    parser.add_argument("run_a", type=Path, help="results/<evaluation>/<run-id> of run A")
-    parser.add_argument("run_b", type=Path, help="the same evaluation's folder of run B")
+    parser.add_argument(
+        "run_a", help="results/<evaluation>/<run-id> of run A; RUN@MODEL: one model of it"
+    )
+    parser.add_argument(
+        "run_b", help="the same evaluation's folder of run B; RUN@MODEL: one model of it"
+    )
+    parser.add_argument(
+        "--model-a", metavar="MODEL", help="compare this model of run A only (a multi-model run)"
+    )
+    parser.add_argument(
+        "--model-b", metavar="MODEL", help="compare this model of run B only (a multi-model run)"
+    )
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     parser.add_argument("--out", type=Path, help="also write the table to this CSV file")
     args = parser.parse_args(argv)
+    (run_a, at_a), (run_b, at_b) = split_run(args.run_a), split_run(args.run_b)
+    for side, at, option in (("a", at_a, args.model_a), ("b", at_b, args.model_b)):
+        if at is not None and option is not None and at != option:
+            parser.error(
+                f"--model-{side} {option!r} and RUN_{side.upper()}@{at} name two models: "
+                "give one of them"
+            )
+    model_a, model_b = args.model_a or at_a, args.model_b or at_b
     try:
-        table, notes = compare_runs(args.run_a, args.run_b, args.bootstrap, args.seed)
+        table, notes = compare_runs(run_a, run_b, args.bootstrap, args.seed, model_a, model_b)
     except ValueError as exc:
         print(f"vlmbench-compare: {exc}", file=sys.stderr)
         return 2
-    print(f"A = {args.run_a}\nB = {args.run_b}")
+    print(f"A = {run_a}" + (f" (model {model_a})" if model_a else ""))
+    print(f"B = {run_b}" + (f" (model {model_b})" if model_b else ""))
     print(report_section(table, notes))
     if args.out:
         spreadsheet_safe(table).to_csv(args.out, index=False, float_format="%.6g")

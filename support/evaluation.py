@@ -96,6 +96,12 @@ class Reused:
         return [replace(v, extra={**v.extra, REUSED: self.source}) for v in found]
 
 
+class CaseSkipped(Exception):
+    """Raised by `evaluate` for a case that cannot run (a later round of a search whose earlier
+    round broke): the case is skipped with this reason, its test shows no traceback, and
+    nothing is recorded for it."""
+
+
 class OptionError(ValueError):
     """A bad option value: `option` is the flag (e.g. "--my-eval-n"), the message says why."""
 

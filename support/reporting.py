@@ -12,6 +12,10 @@ and a stock summary for evaluations whose outcomes are right or wrong and need n
 - `interval_columns(metrics)`: `m, m_lo, m_hi` for each metric, the layout of summary.csv.
 - `save_figure(fig, path, dpi)`: a matplotlib figure written as PNG through
   support.files.atomic_write (a reader never sees half a picture), then closed.
+- Models in a table or figure come in the run's order (`RunSettings.models`, as `--model` gave
+  them): support.tables.model_order, in_model_order.
+- `integer_axis(axis)`, `legend_outside(fig, handles)`: a count axis with whole-number ticks,
+  and a figure's legend above its axes (never over the data).
 - `BINARY`: a `Summary` (support.summary_contract) of the share of correct answers per model, with a
   cluster-bootstrap interval (clusters: `Outcome.cluster`); errors are counted apart (`n_error`)
   and unparsable answers count as not correct. An evaluation's spec names it as its summary
@@ -40,7 +44,9 @@ __all__ = [
     "Report",  # report.md's markdown (support.report_markdown)
     "escape_markup",
     "fit_picture",
+    "integer_axis",
     "interval_columns",
+    "legend_outside",
     "picture_jpeg",
     "save_figure",
 ]
@@ -79,6 +85,21 @@ def save_figure(fig: Any, path: Path, dpi: int = 110) -> Path:
     return path
 
 
+def integer_axis(axis: Any) -> None:
+    """Whole-number ticks on a matplotlib Axis of counts (never "2.5 tasks")."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def legend_outside(fig: Any, handles: Sequence[Any], ncols: int | None = None, **kw: Any) -> Any:
+    """One legend for the whole figure, above its axes: the figure must use the constrained
+    layout (`layout="constrained"`), which makes room for it. `ncols`: entries side by side
+    (default: all of them, at most 4)."""
+    ncols = ncols or max(1, min(len(handles), 4))
+    return fig.legend(handles=handles, loc="outside upper center", ncols=ncols, frameon=False, **kw)
+
+
 class BinarySummary:
     """The stock summary: accuracy (correct / scored) per model, interval by cluster bootstrap."""
 
@@ -114,9 +135,11 @@ class BinarySummary:
         ctx: SummaryContext,
     ) -> list[Path]:
         """report.md's part: the table with its intervals (no files of its own)."""
-        from support.tables import markdown_table, with_intervals
+        from support.tables import in_model_order, markdown_table, with_intervals
 
-        table = markdown_table(with_intervals(summary, self.METRICS))
+        table = markdown_table(
+            with_intervals(in_model_order(summary, ctx.run.models), self.METRICS)
+        )
         title = f"{ctx.evaluation or 'evaluation'}: accuracy per model"
         ctx.report.add(f"# {title}\n\n{table}\n")
         return []

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from support.backends.base import BackendError
+from support.client.sending import SendCount, counting_sends
 from support.engine import ModelClient
 from support.secrets import redact
 from support.types import Case, Outcome, Request, Response, Usage, Verdict, outcome_id
@@ -32,14 +33,33 @@ if TYPE_CHECKING:
 
 @dataclass
 class CallLog:
-    """The model calls of one outcome, in the order they were made."""
+    """The model calls of one outcome, in the order they were made; `unanswered`: the sends of
+    the calls without an answer (failed, or still in flight when a sibling's failure ended the
+    case); `forks`: the logs of the clients forked from this one (`LoggedClient.fork`)."""
 
     requests: list[Request] = field(default_factory=list)
     responses: list[Response] = field(default_factory=list)
+    unanswered: list[SendCount] = field(default_factory=list)
+    forks: list[CallLog] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        """Requests that went out and have no answer (yet)."""
+        return sum(count.sent for count in self.unanswered)
 
     def record(self, request: Request, response: Response) -> None:
         self.requests.append(request)
         self.responses.append(response)
+
+    def whole(self) -> CallLog:
+        """This log with its forks' calls (recursively): all that a case which broke sent."""
+        out = CallLog(list(self.requests), list(self.responses), list(self.unanswered))
+        for fork in self.forks:
+            found = fork.whole()
+            out.requests += found.requests
+            out.responses += found.responses
+            out.unanswered += found.unanswered
+        return out
 
     def bookkeeping(self) -> dict[str, object]:
         """The Outcome fields the core fills in from these calls."""
@@ -50,7 +70,7 @@ class CallLog:
             "cached": bool(rs) and all(r.cached for r in rs),
             "usage": sum((r.usage for r in rs), Usage()),
             "batch_usage": sum((r.usage for r in rs if r.batch), Usage()),
-            "backend_calls": sum(not r.cached for r in rs),
+            "backend_calls": sum(not r.cached for r in rs) + self.failed,
             "cache_hits": sum(r.cached for r in rs),
             "rendered_prompt": next((r.prompt for r in rs if r.prompt), None),
             "thinking": tuple(t for r in rs for t in r.thinking if t),
@@ -80,7 +100,11 @@ class LoggedClient:
         self.log = CallLog()
 
     async def generate(self, request: Request) -> Response:
-        response = await self._client.generate(request)
+        with counting_sends() as count:
+            # counted until answered: a request that went out counts as sent, failed or not
+            self.log.unanswered.append(count)
+            response = await self._client.generate(request)
+        self.log.unanswered.remove(count)
         self.log.record(request, response)
         return response
 
@@ -93,7 +117,9 @@ class LoggedClient:
         return spec_or_unregistered(self.name)
 
     def fork(self) -> LoggedClient:
-        return LoggedClient(self._client, self.history)
+        child = LoggedClient(self._client, self.history)
+        self.log.forks.append(child.log)  # a case that breaks counts its forks' calls
+        return child
 
 
 @dataclass(frozen=True)
@@ -148,8 +174,9 @@ def outcomes_of(
 
 
 def error_outcome(case: Case, model: str, message: str, log: CallLog) -> Outcome:
-    """The outcome recorded when the pipeline broke for this case."""
-    books = log.bookkeeping()
+    """The outcome recorded when the pipeline broke for this case; its bookkeeping counts every
+    call the case made, its forks' included."""
+    books = log.whole().bookkeeping()
     return Outcome(
         case_id=outcome_id(case.id, model),
         evaluation=case.evaluation,

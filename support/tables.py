@@ -1,10 +1,11 @@
 """A run's tables: usage.csv and calls.csv from outcomes, interval columns as text, report.md's
-heading and markdown tables."""
+heading and markdown tables (rows in the run's model order, `MISSING` where a value is
+undefined)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pandas is imported where a table is built
@@ -13,16 +14,31 @@ if TYPE_CHECKING:  # pandas is imported where a table is built
 from support.files import RUN_FIELDS
 from support.types import Outcome, Usage
 
+MISSING = "—"  # the one mark of an undefined value in every table a person reads
+
+
+# calls.csv's columns of `Outcome.batch_usage`: the tokens answered through a batch API
+BATCH_COLUMNS = ("batch_input_tokens", "batch_output_tokens", "batch_reasoning_tokens")
+
 
 def calls_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
-    """calls.csv: per outcome, its model seconds and cache bookkeeping (RUN_FIELDS)."""
+    """calls.csv: per outcome, its model seconds and cache bookkeeping (RUN_FIELDS), and the
+    tokens answered through a batch API (BATCH_COLUMNS): how each answer was obtained, what
+    `--resume` reads back with raw_results.jsonl."""
     rows = [
-        {"model": o.model, "case_id": o.case_id, **{f: getattr(o, f) for f in RUN_FIELDS}}
+        {
+            "model": o.model,
+            "case_id": o.case_id,
+            **{f: getattr(o, f) for f in RUN_FIELDS},
+            "batch_input_tokens": o.batch_usage.input_tokens,
+            "batch_output_tokens": o.batch_usage.output_tokens,
+            "batch_reasoning_tokens": o.batch_usage.reasoning_tokens,
+        }
         for o in outcomes
     ]
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=["model", "case_id", *RUN_FIELDS])
+    return pd.DataFrame(rows, columns=["model", "case_id", *RUN_FIELDS, *BATCH_COLUMNS])
 
 
 def usage_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
@@ -103,9 +119,9 @@ def with_intervals(df: pd.DataFrame, metrics: Iterable[str], digits: int = 3) ->
 
 
 def fmt(v: object, digits: int = 3) -> str:
-    """A number for humans: fixed digits, '—' where undefined."""
+    """A number for humans: fixed digits, MISSING where undefined."""
     if v is None or _nan(v):
-        return "—"
+        return MISSING
     if isinstance(v, float):
         return f"{v:.{digits}f}"
     return str(v)
@@ -130,5 +146,26 @@ def report_head(title: str, data: str | None) -> list[str]:
 
 
 def markdown_table(df: pd.DataFrame) -> str:
-    """GitHub-flavoured markdown table (pandas.to_markdown, i.e. tabulate)."""
-    return df.to_markdown(index=False)
+    """GitHub-flavoured markdown table (pandas.to_markdown, i.e. tabulate); an undefined value
+    (NaN, None, NA) shows as MISSING, numbers keep tabulate's format."""
+    shown = df.astype(object).where(df.notna(), None)  # tabulate marks None, prints NaN as "nan"
+    return shown.to_markdown(index=False, missingval=MISSING)
+
+
+def model_order(found: Iterable[str], models: Sequence[str] = ()) -> list[str]:
+    """The distinct names of `found`: those in `models` (the run's `--model` order) first, in
+    that order, then the others by name."""
+    names = set(found)
+    first = [m for m in dict.fromkeys(models) if m in names]
+    return first + sorted(names - set(first))
+
+
+def in_model_order(df: pd.DataFrame, models: Sequence[str], column: str = "model") -> pd.DataFrame:
+    """`df`'s rows with `column` in the run's model order (`RunSettings.models`, as given on the
+    command line; model_order), the rows of one model kept in their order.
+    For what a person reads: summary.csv and the other CSVs keep their own row order."""
+    if column not in df or df.empty:
+        return df
+    rank = {m: i for i, m in enumerate(model_order(df[column], models))}
+    keys = [rank[m] for m in df[column]]
+    return df.iloc[sorted(range(len(df)), key=keys.__getitem__)]

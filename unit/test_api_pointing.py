@@ -273,9 +273,9 @@ def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):
 def test_missing_key_skips_with_the_variable_named(cholecseg8k, tmp_path):
     args = argv("gpt-4o-mini", cholecseg8k, tmp_path, "-rs", "--skip-unavailable")
     proc = run_pytest(args, "openai", key=None, timeout=240)
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert "60 skipped" in proc.stdout
-    assert "OPENAI_API_KEY" in proc.stdout
+    assert proc.returncode == 1, proc.stdout[-2000:]  # nothing evaluated: a CI lane goes red
+    assert "60 skipped, 1 check failed" in proc.stdout
+    assert "NOTHING EVALUATED" in proc.stdout and "OPENAI_API_KEY" in proc.stdout
 
 
 def test_fewshot_requests_carry_interleaved_images(cholecseg8k, tmp_path):

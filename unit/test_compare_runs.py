@@ -65,3 +65,64 @@ def test_cli_prints_writes_and_fails_clearly(tmp_path: Path, capsys) -> None:
     (tmp_path / "bad" / "raw_results.jsonl").write_text('{"case_id": 1}\n')
     with pytest.raises(ValueError, match=r"bad/raw_results.jsonl:1: not an outcome row"):
         compare_runs(a, tmp_path / "bad")
+
+
+def two_model_run(folder: Path, models: dict[str, float], seed: int = 0) -> Path:
+    """A nyu_distance run folder of several models: model -> its answers' spread (m)."""
+    rows = []
+    for k, (model, spread) in enumerate(models.items()):
+        nyu_run(folder / model, model, spread, seed=seed + k)
+        rows += (folder / model / "raw_results.jsonl").read_text().splitlines()
+    (folder / "raw_results.jsonl").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def test_one_model_of_each_multi_model_run_is_picked(tmp_path: Path) -> None:
+    a = two_model_run(tmp_path / "a", {"good": 0.0, "bad": 2.0})
+    b = two_model_run(tmp_path / "b", {"other": 0.0, "worse": 3.0}, seed=5)
+    with pytest.raises(ValueError, match=r"runs share no model \(A: good, bad; B: other, worse\)"):
+        compare_runs(a, b)  # which of each? the error says how to pick
+    table, _ = compare_runs(a, b, n_resamples=100, model_a="bad", model_b="other")
+    mae = table[table.metric == "mae"].iloc[0]
+    assert (mae.a, mae.b, mae.n_pairs) == ("A:bad", "B:other", 40)
+    assert mae["diff"] < 0  # other answers exactly; bad is off by ~2 m
+    # only A's side picked: B has the same model, so they pair
+    same, _ = compare_runs(a, a, n_resamples=50, model_a="good")
+    assert set(zip(same.a, same.b, strict=True)) == {("A:good", "B:good")}
+
+
+def test_run_at_model_form_and_option_errors(tmp_path: Path, capsys) -> None:
+    a = two_model_run(tmp_path / "a", {"good": 0.0, "bad": 2.0})
+    b = two_model_run(tmp_path / "b", {"other": 0.0, "worse": 3.0}, seed=5)
+    out = tmp_path / "cmp.csv"
+    assert main([f"{a}@bad", f"{b}@other", "--bootstrap", "50", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"A = {a} (model bad)" in printed and f"B = {b} (model other)" in printed
+    assert set(pd.read_csv(out).a) == {"A:bad"} and set(pd.read_csv(out).b) == {"B:other"}
+    assert (
+        main([str(a), str(b), "--model-a", "good", "--model-b", "worse", "--bootstrap", "20"]) == 0
+    )
+    capsys.readouterr()
+    # a model not in its run: the option and the run's models are named
+    assert main([str(a), str(b), "--model-a", "nope", "--model-b", "other"]) == 2
+    err = capsys.readouterr().err
+    assert "--model-a (or RUN_A@MODEL) 'nope': no such model in run A" in err
+    assert "its models: good, bad" in err
+    assert main([str(a), f"{b}@gone"]) == 2
+    assert "--model-b (or RUN_B@MODEL) 'gone'" in capsys.readouterr().err
+    # two models named for one side: a usage error
+    with pytest.raises(SystemExit) as stop:
+        main([f"{a}@bad", str(b), "--model-a", "good", "--model-b", "other"])
+    assert stop.value.code == 2
+    assert "--model-a 'good' and RUN_A@bad name two models" in capsys.readouterr().err
+
+
+def test_a_folder_whose_name_holds_an_at_sign_is_a_run(tmp_path: Path) -> None:
+    from support.compare_runs import split_run
+
+    odd = nyu_run(tmp_path / "run@v2", "m", spread=0.0)
+    assert split_run(str(odd)) == (odd, None)
+    assert split_run(f"{odd}@m") == (odd, "m")
+    assert split_run(f"{tmp_path / 'a'}@m@x") == (tmp_path / "a@m@x", None)  # no folder: as is
+    (tmp_path / "a").mkdir()
+    assert split_run(f"{tmp_path / 'a'}@m@x") == (tmp_path / "a", "m@x")  # a model with "@"

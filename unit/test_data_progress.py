@@ -36,8 +36,16 @@ def test_the_controller_says_what_it_loads_before_the_session(run_suite, workers
     lines = result.stdout.lines
     loading = [i for i, line in enumerate(lines) if line.startswith("vlmbench: loading data")]
     assert loading, result.stdout.str()
+    # a whole line an evaluation, with its time: a progress bar on stderr never splits one;
     # -m quick: the cases it leaves out are never listed, and counted (fixtures.selection)
-    assert re.search(r" nyu_distance [\d.]+ s, [\d,]+ cases left out by -m$", lines[loading[0]])
+    pattern = r"^vlmbench: loaded nyu_distance in [\d.]+ s, [\d,]+ cases left out by -m$"
+    assert re.search(pattern, lines[loading[0] + 1]), lines[loading[0] : loading[0] + 2]
+    # the last line: the wall time from process start, the loading apart (fixtures.wall_time)
+    assert re.fullmatch(
+        r"vlmbench: wall time [\d.]+ s from process start; loading data [\d.]+ s, before "
+        r"pytest's clock",
+        lines[-1],
+    ), lines[-3:]
     first_case = next(
         i for i, line in enumerate(lines) if "test_nyu_distance.py" in line or line.startswith(".")
     )

@@ -303,5 +303,5 @@ def test_report_text_head_blanks_and_plot(summary: pd.DataFrame) -> None:
     names = [c.strip() for c in header.strip("|").split("|")]
     random_m = next(line for line in lines if line.startswith("| m ") and "| random " in line)
     cells = dict(zip(names, (c.strip() for c in random_m.strip("|").split("|")), strict=True))
-    assert cells["errors_vs_random"] == ""  # no ratio: a blank cell, not "nan"
+    assert cells["errors_vs_random"] == "—"  # no ratio: the tables' missing mark, not "nan"
     assert cells["errors"] == "2" and cells["tasks"] == "6"

@@ -166,7 +166,13 @@ def test_pictures_past_the_inline_budget_are_linked_files(run):
     extras = [e["content"] for row in rows.values() for e in row["extras"]]
     assert sum(e.count('loading="lazy"') for e in extras) == len(found)
     text = page.read_text(encoding="utf-8")
-    assert f"{len(linked)} in report_assets/ beside this report" in text
+    # the page counts the files it links, as the folder holds them (a picture two cases show,
+    # one image asked of two models, is one file), and the cases showing them when more
+    files = list((page.parent / "report_assets").iterdir())
+    assert len(files) == len(set(linked))
+    note = re.search(r"Case pictures: [^<]*", text).group(0)
+    assert f"{len(files)} file{'s' if len(files) != 1 else ''} in report_assets/ beside" in note
+    assert (f"shown by {len(linked)} cases" in note) == (len(linked) != len(files))
 
 
 @pytest.mark.slow
@@ -281,3 +287,62 @@ def test_report_md_shows_markup_from_data_as_text(tmp_path: Path) -> None:
         assert raw not in text
     assert "&lt;img src=x onerror=document.title='XSS'>" in text and "a&amp;amp;b" in text
     assert "| <0.0001 " in text and "p < 0.05" in text
+
+
+def test_the_assets_count_is_the_files_the_page_links(tmp_path: Path) -> None:
+    """Cases showing the same picture (one image asked of two models) link one file: the note
+    counts the files (what the folder holds) and says how many cases show them."""
+    from reports.html import PICTURE_KEY, HtmlCases
+
+    cases = HtmlCases(tmp_path / "report.html", False, 0)
+    red, blue = (
+        base64.b64encode(encode_jpeg(Image.new("RGB", (8, 8), c))).decode() for c in ("red", "blue")
+    )
+    for content in (red, red, blue):  # the red picture shown by two cases
+        cases.placed({"content": content, "name": "case", PICTURE_KEY: True})
+    files = list((tmp_path / "report_assets").iterdir())
+    assert len(files) == 2 and cases.linked == 3
+    note = cases.pictures_note()
+    assert "2 files in report_assets/ beside this report" in note
+    assert "shown by 3 cases" in note
+    one = HtmlCases(tmp_path / "one" / "report.html", False, 0)
+    one.placed({"content": red, "name": "case", PICTURE_KEY: True})
+    assert (
+        "1 file in report_assets/" in one.pictures_note() and "shown by" not in one.pictures_note()
+    )
+
+
+def test_metric_tables_are_dark_text_of_normal_size() -> None:
+    """pytest-html sets its page's text to 12 px light grey (#999); the summary's tables, its
+    contents and notes set their own: dark and at least 13 px."""
+    from reports.html import STYLE
+
+    rule = re.search(r"table\.vlmbench \{([^}]*)\}", STYLE)
+    assert rule, STYLE
+    color = re.search(r"color: #([0-9a-f]{6})", rule.group(1)).group(1)
+    assert max(int(color[i : i + 2], 16) for i in (0, 2, 4)) <= 0x40  # dark
+    assert int(re.search(r"font-size: (\d+)px", rule.group(1)).group(1)) >= 13
+    notes = re.search(r"\.vlmbench-contents, [^{]*\{([^}]*)\}", STYLE)
+    assert notes and "color: #1a1a1a" in notes.group(1)
+
+
+def test_a_summary_lists_models_in_the_command_lines_order() -> None:
+    """The headline's rows (sorted by name in summary.csv) in `--model` order on the page."""
+    from reports.html import evaluation_section
+    from reports.result import EvaluationResult
+    from support.settings import RunSettings
+
+    head = pd.DataFrame(
+        {"model": ["alpha", "beta", "zeta"], "n": [3, 3, 3], "f1": [0.5, 0.6, 0.7],
+         "f1_lo": [0.4, 0.5, 0.6], "f1_hi": [0.6, 0.7, 0.8]}
+    )  # fmt: skip
+    result = EvaluationResult("e", (), headline=head)
+    page = "".join(evaluation_section(result, RunSettings(models=("zeta", "alpha", "beta"))))
+    cells = re.findall(r"<td>(alpha|beta|zeta)</td>", page)
+    assert cells == ["zeta", "alpha", "beta"]
+
+
+def encode_jpeg(image: Image.Image) -> bytes:
+    from support.images import encode_image
+
+    return encode_image(image, "JPEG")

@@ -2,12 +2,19 @@
 (one serial, one under `-n 2`): the same test names in both, a group's cases on one worker, a
 broken pipeline as `<error>` and a wrong answer under --fail-on-wrong as `<failure>`, each case's
 outcome in its `<system-out>`, and files valid against Jenkins' xunit junit-10.xsd
-(unit/schemas/) and pytest's own xunit2 rules."""
+(unit/schemas/) and pytest's own xunit2 rules.
+
+CI sees what the terminal sees (issue 39, item 2), through pytester runs of the small rounds
+evaluation (unit/rounds_evaluation.py): each metric gate is a testcase of a `vlmbench.gates`
+testsuite of its own, failed when the gate fails; a dry run's cases are skipped ("dry run"), its
+estimate written as before; --skip-unavailable with nothing evaluated fails the run, the
+testsuite saying why."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -185,3 +192,170 @@ def test_junit_is_valid_for_jenkins_junit10_and_pytest_xunit2(runs, mode):
         assert set(case.attrib) == {*families["xunit2"]["testcase"], "time"}  # pytest's xunit2
         assert case.find("properties") is None  # xunit2: no properties under a testcase
         assert {c.tag for c in case} <= {"failure", "error", "skipped", "system-out", "system-err"}
+
+
+# -- the run's checks: gates, dry runs, nothing evaluated (rounds, pytester) -------------------
+
+ROUNDS_CONFTEST = """
+from support import evaluations
+from support.backends.base import Backend, BackendUnavailable, register_provider
+
+evaluations.register("rounds", "rounds_evaluation:SPEC")
+pytest_plugins = ["fixtures.suite"]
+
+
+@register_provider
+class Gone(Backend):
+    '''Passes the check at configure; its factory finds it cannot run (a plugin's requirement).'''
+
+    provider, kind = "gone", "api"
+
+    @classmethod
+    def create(cls, name, model_id, opts):
+        raise BackendUnavailable(f"{name}: its device is taken")
+"""
+ROUNDS_TEST = """
+import pytest
+
+pytestmark = pytest.mark.evaluation("rounds")
+
+
+def test_rounds(outcomes, judge):
+    judge(outcomes)
+"""
+GATES = "vlmbench.gates"
+KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+@pytest.fixture
+def rounds(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """rounds(*args) -> (RunResult, junit root, junit path): 2 cases a model (one round of two
+    sequences), with the repository's JUnit settings (pytest.ini)."""
+    for var in (*KEY_VARS, "VLMBENCH_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    shutil.copy(REPO / "unit" / "rounds_evaluation.py", pytester.path / "rounds_evaluation.py")
+    pytester.makeconftest(ROUNDS_CONFTEST)
+    pytester.makepyfile(test_rounds=ROUNDS_TEST)
+    ini = [line for line in (REPO / "pytest.ini").read_text().splitlines() if "junit" in line]
+    pytester.makefile(".ini", pytest="\n".join(["[pytest]", *ini]))
+
+    def _run(*args: str) -> tuple[pytest.RunResult, ET.Element, Path]:
+        xml = pytester.path / "junit.xml"
+        result = pytester.runpytest_subprocess(
+            f"--cache-dir={tmp_path / 'cache'}",
+            f"--results-dir={tmp_path / 'results'}",
+            "--run-id=r",
+            "--bootstrap=0",
+            "--rounds=1",
+            "--rounds-batch=2",
+            f"--junitxml={xml}",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            timeout=120,
+        )
+        assert xml.exists(), result.stdout.str()[-3000:]
+        xmlschema.XMLSchema(SCHEMA).validate(xml)  # Jenkins' junit-10.xsd, every shape
+        return result, ET.parse(xml).getroot(), xml
+
+    return _run
+
+
+def suites(root: ET.Element) -> dict[str, ET.Element]:
+    assert root.tag == "testsuites"
+    return {s.get("name"): s for s in root.findall("testsuite")}
+
+
+def gate_cases(root: ET.Element) -> dict[str, ET.Element]:
+    return {c.get("name"): c for c in suites(root)[GATES].findall("testcase")}
+
+
+def last_line(result: pytest.RunResult) -> str:
+    """pytest's stats line (`4 passed, 1 gate failed in 2.1s`), before the suite's wall time."""
+    return next(line for line in reversed(result.stdout.lines) if line.startswith("="))
+
+
+def test_each_gate_is_a_testcase_of_its_own_suite_failed_when_the_gate_fails(rounds):
+    gates = (
+        *("--min-metric", "rounds.accuracy=0.9"),  # chance: 0.75 on its 4 answers (seed 0)
+        *("--min-metric", "rounds.accuracy@oracle=1"),
+        *("--max-metric", "rounds.accuracy@chance=1"),
+    )
+    result, root, xml = rounds("--model=chance,oracle", *gates)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out[-3000:]
+    result.assert_outcomes(passed=4)
+    assert "GATE FAILED: rounds.accuracy = 0.75 < 0.9 (model=chance" in out
+    assert " 4 passed, 1 gate failed in " in last_line(result)
+
+    found = suites(root)
+    assert list(found) == ["vlmbench", GATES]  # pytest's own suite first, as pytest wrote it
+    ours = found["vlmbench"]
+    assert set(ours.attrib) == XUNIT2_SUITE
+    assert (ours.get("tests"), ours.get("failures"), ours.get("errors")) == ("4", "0", "0")
+    assert ours.find("properties") is not None and len(ours.findall("testcase")) == 4
+
+    suite = found[GATES]
+    assert set(suite.attrib) == XUNIT2_SUITE
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "1", "0")
+    cases = gate_cases(root)
+    assert list(cases) == [
+        "--min-metric rounds.accuracy=0.9",
+        "--min-metric rounds.accuracy@oracle=1",
+        "--max-metric rounds.accuracy@chance=1",
+    ]
+    failure = cases["--min-metric rounds.accuracy=0.9"].find("failure")
+    assert failure.get("message") == failure.text
+    assert failure.text.startswith("rounds.accuracy = 0.75 < 0.9 (model=chance")
+    assert "oracle" not in failure.text  # the oracle's row passed
+    for name, case in cases.items():
+        assert case.get("classname") == GATES
+        assert name == "--min-metric rounds.accuracy=0.9" or len(case) == 0  # passed: no child
+    assert xml.read_text(encoding="utf-8").count("<?xml") == 1
+
+
+def test_a_dry_run_reports_each_case_skipped_and_writes_its_estimate(rounds, tmp_path):
+    result, root, _ = rounds("--model=gpt-4o,oracle", "--dry-run", "--fail-on-wrong")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out[-3000:]
+    result.assert_outcomes(skipped=4)  # not "4 passed": nothing was evaluated
+    assert "passed" not in last_line(result)
+    assert "skipped 4: dry run" in result.stdout.lines
+    assert "vlmbench: rounds dry run: requests to send, tokens and cost (USD)" in out
+    table = (tmp_path / "results" / "rounds" / "r" / "dry_run.csv").read_text().splitlines()
+    assert table[0].startswith("model,requests_to_send,cached,input_tokens,")
+    rows = {line.split(",")[0]: line.split(",") for line in table[1:]}
+    assert {m: r[1] for m, r in rows.items()} == {"gpt-4o": "4", "oracle": "4"}  # 2 cases x 2
+
+    assert list(suites(root)) == ["vlmbench"]  # no gate, no check: no suite of checks
+    cases = list(root.iter("testcase"))
+    assert len(cases) == 4
+    for case in cases:
+        skipped = case.find("skipped")
+        assert skipped is not None and skipped.get("message") == "dry run", case.get("name")
+        assert "vlmbench outcome" in (case.findtext("system-out") or "")  # recorded, then skipped
+
+
+def test_skip_unavailable_with_nothing_evaluated_fails_naming_the_models_and_why(rounds):
+    result, root, _ = rounds("--model=gemini-2.0-flash,gone:x", "--skip-unavailable")
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out[-3000:]
+    result.assert_outcomes(skipped=4)
+    assert "NOTHING EVALUATED" in out
+    lines = result.stdout.lines
+    assert "skipped 2: gemini-2.0-flash: GEMINI_API_KEY or GOOGLE_API_KEY is not set" in lines
+    assert "skipped 2: gone:x: its device is taken" in lines  # found by its factory, at first use
+    assert " 4 skipped, 1 check failed in " in last_line(result)
+    (case,) = gate_cases(root).values()
+    assert case.get("name") == "--skip-unavailable"
+    text = case.find("failure").text
+    assert text.startswith("nothing evaluated: all 4 selected cases skipped under")
+    assert "gone:x: its device is taken" in text and "GEMINI_API_KEY" in text
+    assert suites(root)[GATES].get("failures") == "1"
+
+    ok, root, _ = rounds("--model=oracle,gemini-2.0-flash", "--skip-unavailable")
+    assert ok.ret == pytest.ExitCode.OK, ok.stdout.str()[-3000:]
+    ok.assert_outcomes(passed=2, skipped=2)
+    assert "NOTHING EVALUATED" not in ok.stdout.str()
+    (case,) = gate_cases(root).values()
+    assert case.get("name") == "--skip-unavailable" and len(case) == 0  # passed

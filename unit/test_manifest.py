@@ -354,6 +354,7 @@ def test_data_files_follow_the_options(tmp_path):
     assert _data_files("dynamic", run, dynamic_data=str(tmp_path)) == [tmp_path]
     prepared = tmp_path / "prepared"
     prepared.mkdir()
+    (prepared / "balanced_indices_train_100.json").write_text("[]")  # configure wants one
     (tmp_path / "p1.parquet").write_bytes(b"x")
     (tmp_path / "p2.parquet").write_bytes(b"y")
     got = _data_files("pointing", run, cholecseg8k=str(tmp_path / "p*.parquet"))

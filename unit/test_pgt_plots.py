@@ -180,7 +180,9 @@ def test_method_keys_name_mode_and_n(tmp_path):
     keys = ["baseline", "baseline/n=3", "cot", "cot/prompt", "s2/n=5"]
     assert list(df["method"]) == [*keys, "s2/prefill-pseudo-user/n=5", "mine/instruct"]
     labels = method_labels(df)
-    assert labels["cot/prompt"] == "CoT (prompt)" and labels["s2/n=5"] == "S2 (n=5)"
+    assert labels["cot/prompt"] == "CoT (prompt)" and labels["s2/n=5"] == "S2 (prefill, n=5)"
+    # the default mode is named too: a bare "CoT" hid that it means the prefill mode
+    assert labels["cot"] == "CoT (prefill)" and labels["baseline/n=3"] == "Baseline (n=3)"
     assert labels["mine/instruct"] == "mine (instruct)"
     assert method_key("cot", "prefill", 1) == "cot" != method_key("cot", "instruct", 1)
     fig = macro_f1_figure(df)  # seven methods with long names: the legend wraps to fit the width
@@ -283,7 +285,8 @@ def test_bar_figure_has_acl_width_a_panel_per_dataset_and_s2_minus_cot_markers(t
     deltas = [F1[m]["s2"] - F1[m]["cot"] for m in MODELS for _ in DATASETS]
     assert markers == sorted(f"{d:+.2f}" for d in deltas)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend == ["Baseline", "CoT", "S2"]
+    assert legend == ["Baseline", "CoT (prefill)", "S2 (prefill)"]
+    assert fig.legends[0].get_title().get_text() == ps.METHOD_LEGEND_TITLE
 
 
 # the files
@@ -299,7 +302,7 @@ def _pdf_width_in(path: Path) -> float:
     [
         ("macro_f1_bars", ps.ACL_FULL_WIDTH),
         ("recall_radar", ps.ACL_FULL_WIDTH),
-        ("vocab_lr", ps.ACL_COLUMN_WIDTH),
+        ("vocab_lr", ps.ACL_FULL_WIDTH),  # two panels: coefficients and the shares heatmap
     ],
 )
 def test_figure_files_are_valid_and_acl_sized(made, stem, width):
@@ -342,9 +345,10 @@ def test_radar_draws_a_polygon_per_model_on_polar_axes(tree):
     qwen, llava = (line.get_ydata()[:4] for line in axes[0].lines[:2])  # D3, CoT: f1 0.7, 0.75
     np.testing.assert_allclose(qwen, [0.4, 0.85, 0.7, 0.55])
     np.testing.assert_allclose(llava, [0.45, 0.9, 0.75, 0.6])
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["Qwen: CoT", "LLaVa: CoT"]
+    legend = ["Qwen: CoT (prefill)", "LLaVa: CoT (prefill)"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == legend
     one = recall_radar_figure(load_performance(tree[0]), models=["llava-onevision-7b"])
-    assert [t.get_text() for t in one.legends[0].get_texts()] == ["LLaVa: CoT"]
+    assert [t.get_text() for t in one.legends[0].get_texts()] == ["LLaVa: CoT (prefill)"]
 
 
 def test_radar_with_two_generators_falls_back_to_bars(tmp_path):
@@ -547,3 +551,79 @@ def test_no_figure_left_open(made):
     import matplotlib.pyplot as plt
 
     assert made and plt.get_fignums() == []  # figures are plain Figures, never pyplot's
+
+
+# readable figures (issue 39, item 6)
+
+
+def _legends_clear_of_axes(fig) -> None:
+    """Every figure legend overlaps no axes (the rendered boxes); no legend inside an axes."""
+    fig.draw_without_rendering()  # the layout is run (a bare Figure's canvas draws nothing)
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    for legend in fig.legends:
+        for ax in fig.axes:
+            assert not legend.get_window_extent().overlaps(ax.get_window_extent())
+
+
+def test_vocab_figure_draws_one_coefficient_a_word_and_the_shares_apart(tree):
+    """No coefficient split and stacked across prompt variants (a sum that means nothing): one
+    bar a word, its length the pooled fit's coefficient, and the share of each method's
+    responses with the word in a heatmap beside it, the methods by display name."""
+    from support.evaluations.pgt.plots.vocab import vocab_figure
+
+    docs = reasoning_documents(tree[0])
+    weights = vocab_weights(docs, top_k=5)
+    with ps.publication_style():
+        fig = vocab_figure(weights, method_labels(docs))
+    coef_ax, heat_ax = fig.axes[:2]
+    bars = coef_ax.patches
+    assert len(bars) == len(weights)  # one bar a word: nothing stacked
+    assert all(b.get_x() == 0 for b in bars)  # every bar starts at 0 (a stacked one would not)
+    np.testing.assert_allclose([b.get_width() for b in bars], weights["coefficient"])
+    assert [t.get_text() for t in coef_ax.get_yticklabels()] == list(weights["word"])
+    (image,) = heat_ax.images
+    methods = ["baseline", "cot", "s2"]
+    np.testing.assert_allclose(image.get_array(), weights[[f"share:{m}" for m in methods]])
+    labels = [t.get_text() for t in heat_ax.get_xticklabels()]
+    assert labels == ["Baseline", "CoT (prefill)", "S2 (prefill)"]
+    assert not fig.legends  # the methods are column labels, not a legend over the data
+    _legends_clear_of_axes(fig)
+
+
+def test_bar_figure_models_in_the_given_order_and_the_legend_outside(tree):
+    df = load_performance(tree[0])
+    default = macro_f1_figure(df)
+    names = [t.get_text() for t in default.axes[0].get_xticklabels()]
+    assert names == ["Qwen", "LLaVa"]  # no order given: the known names' order
+    fig = macro_f1_figure(df, order=("llava-onevision-7b", "qwen25-vl-7b"))
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["LLaVa", "Qwen"]
+    _legends_clear_of_axes(fig)
+
+
+def test_radar_models_in_the_given_order(tree):
+    fig = recall_radar_figure(
+        load_performance(tree[0]), method="cot", order=("llava-onevision-7b", "qwen25-vl-7b")
+    )
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["LLaVa: CoT (prefill)", "Qwen: CoT (prefill)"]
+    _legends_clear_of_axes(fig)
+
+
+def test_make_all_passes_the_order_to_every_figure(tree, tmp_path, monkeypatch):
+    import support.evaluations.pgt.plots as plots
+
+    seen = {}
+    monkeypatch.setattr(
+        plots, "plot_macro_f1_bars", lambda df, out, order: seen.setdefault("bars", order) and []
+    )
+    monkeypatch.setattr(
+        plots,
+        "plot_recall_radar",
+        lambda df, out, models, method, order: seen.setdefault("radar", order) and [],
+    )
+    monkeypatch.setattr(plots, "plot_vocab_lr", lambda root, out, run: [])
+    make_all(tree[0], tmp_path, order=("b", "a"))
+    assert seen == {"bars": ("b", "a"), "radar": ("b", "a")}
+    seen.clear()
+    make_all(tree[0], tmp_path, models=["llava-onevision-7b"])  # the CLI's --models: its order
+    assert seen == {"bars": ("llava-onevision-7b",), "radar": ("llava-onevision-7b",)}

@@ -426,8 +426,18 @@ def figures(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     test_pgt_plots.py) stood in for by a recorder of what make_all was asked to read."""
     calls: list[dict] = []
 
-    def make_all(root: Path, out_dir: Path, run: str, reasoning_run: str) -> list[Path]:
-        calls.append({"root": root, "out_dir": out_dir, "run": run, "reasoning_run": reasoning_run})
+    def make_all(
+        root: Path, out_dir: Path, run: str, reasoning_run: str, order: tuple = ()
+    ) -> list[Path]:
+        calls.append(
+            {
+                "root": root,
+                "out_dir": out_dir,
+                "run": run,
+                "reasoning_run": reasoning_run,
+                "order": order,
+            }
+        )
         return [out_dir / "figure.png"]
 
     plots = types.ModuleType("support.evaluations.pgt.plots")
@@ -469,8 +479,10 @@ def test_write_outputs_writeup_files(tmp_path: Path, figures: list[dict]) -> Non
     log = (folder / "evaluation_t1.log").read_text()
     assert "error i3-baseline-n1-m: boom" in log and f"wrote {folder / 'reasoning_t1.json'}" in log
     # the figures read this run's performance_<run>.json and reasoning files, in the run folder
+    # ... with the models in the run's --model order
     assert figures == [{"root": tmp_path / "results" / "pgt", "out_dir": tmp_path / "out" /
-                        "figures", "run": "t1", "reasoning_run": "t1"}]  # fmt: skip
+                        "figures", "run": "t1", "reasoning_run": "t1",
+                        "order": run.models}]  # fmt: skip
     assert written[1] == tmp_path / "out" / "figures" / "figure.png"  # run folder's files first
     report = ctx.report.text()
     assert "PGT: real vs AI-generated image detection" in report

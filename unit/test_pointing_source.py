@@ -325,6 +325,7 @@ def test_rows_outside_the_data_are_named(tmp_path: Path, data: Path, data_info: 
 def test_prepared_option_must_be_a_folder(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match="--pointing-prepared"):
         configure({"pointing_prepared": str(tmp_path / "missing")}, RunSettings())
+    (tmp_path / "balanced_indices_train_100.json").write_text("[]")  # an empty one is refused
     s = configure({"pointing_prepared": str(tmp_path)}, RunSettings(compat="source"))
     assert s.prepared == tmp_path.resolve() and s.rules is SOURCE
 

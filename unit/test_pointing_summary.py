@@ -512,8 +512,8 @@ def test_plot_f1_by_organ(tmp_path: Path, figures: list) -> None:
     s = summarize(outs, SummaryContext.of(n_resamples=0))
     path = pointing_summary.plot_f1_by_organ(s, tmp_path)
     assert path == tmp_path / "f1_by_organ.png"
-    # one panel for one model: 11 x 3.2 inches at 120 dpi = 1320 x 384 px
-    assert Image.open(path).size == (1320, 384)
+    # one panel for one model and the legend's row: 11 x (3.2 + 0.4) inches at 120 dpi
+    assert Image.open(path).size == (1320, 432)
     (fig,) = figures
     (ax,) = fig.axes
     assert ax.get_title() == "m: presence F1 by organ (95% bootstrap CI)"
@@ -525,10 +525,17 @@ def test_plot_f1_by_organ(tmp_path: Path, figures: list) -> None:
         [-0.2, 4 / 7, 0.4],  # zero_shot Liver F1 4/7
         [0.8, 1.0, 0.4],  # zero_shot Fat
         [0.2, 1.0, 0.4],  # fewshot_standard Liver
-        [1.2, 0.0, 0.4],  # fewshot_standard Fat: no row, drawn as 0
+        [1.2, 0.0, 0.4],  # fewshot_standard Fat: no row, a bar of 0 marked undefined
     ]
     np.testing.assert_allclose(bars, expected, atol=1e-12)
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["zero_shot", "fewshot_standard"]
+    marks = [(t.get_text(), t.xy[0]) for t in ax.texts]
+    assert marks == [("—", pytest.approx(1.2))]  # the one undefined F1, not read as 0
+    # the conditions' legend: the figure's, above the panel (never over a bar)
+    assert ax.get_legend() is None
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["zero_shot", "fewshot_standard"]
+    fig.canvas.draw()
+    assert legend.get_window_extent().y0 >= ax.get_window_extent().y1
     # no intervals (no resamples): whiskers of zero length
     for c in ax.containers:
         if isinstance(c, BarContainer):
@@ -540,11 +547,16 @@ def test_plot_panels_per_model_and_empty(tmp_path: Path, figures: list) -> None:
     outs = [*writeup_outcomes(), case(FAT, 1, 1, True, model="z", error=True)]
     s = summarize(outs, SummaryContext.of(n_resamples=0))
     path = pointing_summary.plot_f1_by_organ(s, tmp_path)
-    assert Image.open(path).size == (1320, 3 * 384)  # three panels of 3.2 inches
+    assert Image.open(path).size == (1320, 1200)  # three panels of 3.2 inches, a legend row
     axes = figures[0].axes
     assert [a.get_title().split(":")[0] for a in axes] == ["a", "m", "z"]
     assert [t.get_text() for t in axes[2].texts] == ["no scored answers"]
-    assert len(axes[0].texts) == 0 and len(axes[1].texts) == 0
+    # the scored panels: no panel text, only a "—" on each undefined (or missing) F1
+    organs = s[s["organ"] != "ALL"]
+    bars = organs["organ"].nunique() * organs["condition"].nunique()  # per panel
+    for ax, model in zip(axes[:2], ("a", "m"), strict=True):
+        defined = int(organs[organs["model"] == model]["f1"].notna().sum())
+        assert [t.get_text() for t in ax.texts] == ["—"] * (bars - defined)
     # no organ rows: no file
     empty = s[s["organ"] == "ALL"]
     assert pointing_summary.plot_f1_by_organ(empty, tmp_path / "none") is None

@@ -268,22 +268,23 @@ def test_write_outputs_per_model(tmp_path: Path) -> None:
     written = s.write_outputs(outs, s.summarize(outs, ctx), tmp_path, ctx)
     assert s.model_dir(tmp_path, "hf:/x y") == tmp_path / "by_model" / "hf_x_y"
     assert written == [
+        tmp_path / "metrics_by_model.png",  # the run folder's plot first
         tmp_path / "by_model" / "hf_x_y" / "vqa_metrics.json",
         tmp_path / "by_model" / "m" / "vqa_metrics.json",
         tmp_path / "by_model" / "m" / "coco_ground_truth.json",
         tmp_path / "by_model" / "m" / "coco_results.json",
         tmp_path / "by_model" / "m" / "cocoeval.json",
     ]
-    metrics = json.loads(written[1].read_text())
+    metrics = json.loads(written[2].read_text())
     # the evaluator's file: the five answered questions in case order, and their mean
     assert [r["bleu_score"] for r in metrics["results"]] == [1.0, 0.0, 0.5, 0.25, 0.75]
     assert metrics["aggregates"]["bleu_score"] == pytest.approx(0.5)
-    gt = json.loads(written[2].read_text())
+    gt = json.loads(written[3].read_text())
     assert len(gt["images"]) == 5 and len(gt["annotations"]) == 4  # the error left out
     assert gt == s.coco_files([o for o in tool_outcomes() if o.status != "error"])[0]
-    stats = json.loads(written[4].read_text())
+    stats = json.loads(written[5].read_text())
     assert list(stats) == ["stats", "per_class_ap", "per_class_ap50"]
-    assert written[4].read_text() == json.dumps(stats, indent=2) + "\n"
+    assert written[5].read_text() == json.dumps(stats, indent=2) + "\n"
     report = ctx.report.text()
     assert "## Headline" in report and "## AP per tool class (pooled frames)" in report
     assert "synthetic sample" in report

@@ -118,11 +118,13 @@ def test_pipeline_errors_are_named_with_a_rerun_command(run_suite) -> None:
     result, results = run_suite(
         "nyu_distance", "--model=openai-compatible:nothing", "-m", "quick",
         "--api-base=http://127.0.0.1:9/v1", "--api-retries=0", "--api-timeout=2",
+        "--no-preflight",  # the closed port's errors are what this test wants
     )  # fmt: skip
     out = result.stdout.str()
     assert result.ret == 1, out
     assert "nyu_distance: 6 case(s) failed in the pipeline (not wrong answers):" in out
-    assert "rerun what failed: pytest " in out and " --lf " in out + " "
+    assert "rerun what failed and complete the tables of run r1: pytest " in out
+    assert " --lf --resume r1 " in out
     assert (results / "nyu_distance" / "r1" / "summary.csv").is_file()
 
 
@@ -188,11 +190,10 @@ def test_the_rerun_line_pastes_back_as_the_same_arguments(tmp_path: Path) -> Non
 
     marker = tmp_path / "ran"
     args = [a.format(marker=marker) for a in RERUN_ARGS]
-    line = terminal.rerun_line(args)
-    command = line.removeprefix("rerun what failed: ").removesuffix(
-        " (answers already received are cached)"
-    )
-    assert shlex.split(command) == ["pytest", *args, "--lf"]
+    line = terminal.rerun_line(args, "r1", failed_only=True)
+    command = line.removeprefix("rerun what failed and complete the tables of run r1: ")
+    command = command.removesuffix(" (answers already received are cached)")
+    assert shlex.split(command) == ["pytest", *args, "--lf", "--resume", "r1"]
 
 
 def test_the_rerun_line_runs_nothing_when_pasted_into_a_shell(tmp_path: Path) -> None:
@@ -202,11 +203,11 @@ def test_the_rerun_line_runs_nothing_when_pasted_into_a_shell(tmp_path: Path) ->
 
     marker = tmp_path / "ran"
     args = [a.format(marker=marker) for a in RERUN_ARGS]
-    command = terminal.rerun_line(args).split(": ", 1)[1].rsplit(" (", 1)[0]
+    command = terminal.rerun_line(args, "r1", True).split(": ", 1)[1].rsplit(" (", 1)[0]
     assert command.startswith("pytest ")
     pasted = "printf '%s\\0' " + command.removeprefix("pytest ")
     done = subprocess.run(["bash", "-c", pasted], capture_output=True, timeout=10, check=True)
-    assert done.stdout.decode().split("\0")[:-1] == [*args, "--lf"]
+    assert done.stdout.decode().split("\0")[:-1] == [*args, "--lf", "--resume", "r1"]
     assert not marker.exists()
 
 
@@ -214,7 +215,7 @@ def test_the_rerun_line_redacts_credentials_inside_the_quoting() -> None:
     """A redacted URL credential (***) is quoted: the pasted line has no glob in it."""
     import shlex
 
-    line = terminal.rerun_line(["--api-base=http://user:hunter2@127.0.0.1:9/v1"])
+    line = terminal.rerun_line(["--api-base=http://user:hunter2@127.0.0.1:9/v1"], "r1", True)
     assert "hunter2" not in line
     command = line.split(": ", 1)[1].rsplit(" (", 1)[0]
     assert "'--api-base=http://***@127.0.0.1:9/v1'" in command

@@ -210,6 +210,11 @@ class AnthropicBackend(ApiBackend):
         """`messages.create`'s arguments for one sample, fitted to the model."""
         return anthropic_params(request, self.model_id, rules=self.rules, thinking=self.thinking)
 
+    async def model_ids(self) -> list[str]:
+        """The ids of `GET <base URL>/v1/models` (its first page)."""
+        page = await self._get_client().models.list(limit=LIST_PAGE)
+        return [str(m.id) for m in page.data]
+
     async def generate(self, request: Request) -> Response:
         adapted = self.plan(request).adapted
         params = self.params(request)

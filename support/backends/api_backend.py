@@ -83,9 +83,18 @@ class ApiBackend(Backend):
     vendor_url: ClassVar[str] = ""
 
     @classmethod
+    def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
+        """As Backend's, except in a dry run (`opts.keyless`), which builds no SDK client: it
+        needs neither the SDK (the `api` extra) nor a key."""
+        if opts.keyless:
+            return None
+        return super().unavailable(name, model_id, opts)
+
+    @classmethod
     def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
-        """The backend with the key of `key_env` (a placeholder in a dry run without one)."""
-        if missing_module(cls.needs) is not None:
+        """The backend with the key of `key_env` (a placeholder in a dry run without one); a dry
+        run's is never started, so it needs no SDK."""
+        if not opts.keyless and missing_module(cls.needs) is not None:
             raise BackendUnavailable(f"{name}: pip install 'vlmbench[{cls.extra}]'")
         key = cls.env_key()
         if key is None and (opts.keyless or cls.key_optional):
@@ -193,6 +202,11 @@ class ApiBackend(Backend):
         """The SDK imported and its client made before the first request (its import time:
         benchmarks/README.md)."""
         self._get_client()
+
+    async def model_ids(self) -> list[str]:
+        """The model ids of the endpoint's models list (its first page), read through the SDK
+        (support/backends/preflight.py). Each provider's module implements it."""
+        raise NotImplementedError
 
     async def _sdk(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """One SDK call outside the request path (a batch's upload, create, status, results),

@@ -248,6 +248,11 @@ class GeminiBackend(ApiBackend):
         )
         return gemini_result(response)
 
+    async def model_ids(self) -> list[str]:
+        """The ids of `GET <base URL>/<version>/models` (its first page), without `models/`."""
+        pager = await self._get_client().aio.models.list(config={"page_size": LIST_PAGE})
+        return [str(m.name).removeprefix("models/") for m in pager.page]
+
     def contents(self, request: Request) -> tuple[list[types.Content], types.GenerateContentConfig]:
         """`gemini_contents` fitted to the model."""
         return gemini_contents(request, rules=self.rules, thinking=self.thinking)

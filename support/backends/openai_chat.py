@@ -325,6 +325,11 @@ class OpenAIChatBackend(ApiBackend):
             raise BackendError(compatible_key_hint(str(exc))) from None
         return openai_result(completion)
 
+    async def model_ids(self) -> list[str]:
+        """The ids of `GET <base URL>/models` (its first page)."""
+        page = await self._get_client().models.list()
+        return [str(m.id) for m in page.data]
+
     def body(self, request: Request) -> bytes:
         """The request's JSON body, fitted to the model (`openai_body`)."""
         native = self.prefill == NATIVE_PREFILL

@@ -47,8 +47,10 @@ import importlib.util
 import itertools
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from support.backends import base as backend_base
 from support.backends.base import (
     NATIVE_PREFILL,
     Backend,
@@ -80,6 +82,32 @@ NOT_IN_IDENTITY = ("tensor_parallel_size", "limit_mm_per_prompt", "max_num_seqs"
 # prefill a prompt is prefilled in one step (vLLM raises max_num_batched_tokens to the context
 # length itself), as vLLM's own CPU platform does for MLA models. A model's engine settings win.
 CPU_ENGINE_ARGS = {"enable_chunked_prefill": False}
+# where vLLM's CPU build is explained: the install, the venv script, the server's module form
+CPU_BUILD_DOC = 'docs/local-models.md, "vLLM for real on a CPU machine"'
+
+
+def gpu_visible(environ: Mapping[str, str] | None = None, dev: Path = Path("/dev")) -> bool:
+    """Whether a GPU vLLM's GPU build could use is visible here, known without importing torch:
+    CUDA_VISIBLE_DEVICES does not hide every device ("" or "-1"), and an NVIDIA device node
+    (/dev/nvidia0, ...) or ROCm's /dev/kfd exists."""
+    environ = os.environ if environ is None else environ
+    if environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1"):
+        return False
+    return (dev / "kfd").exists() or any(dev.glob("nvidia[0-9]*"))
+
+
+def vllm_missing(name: str, gpu: bool | None = None) -> str:
+    """Why `name` cannot run where vLLM is not installed, with what to install: on a machine
+    with a GPU the `vllm` extra; without one (`gpu_visible`), vLLM's GPU build could not run
+    either, so vLLM's CPU build (docs/local-models.md) or a transformers model on the CPU."""
+    install = 'pip install -e ".[vllm]"'
+    if gpu_visible() if gpu is None else gpu:
+        return f"{name}: the vllm package is not installed: {install}"
+    return (
+        f"{name}: the vllm package is not installed, and no GPU is visible here: vLLM needs a "
+        f"GPU ({install} there) or vLLM's CPU build ({CPU_BUILD_DOC}: .ci/vllm-venv builds "
+        f'it); on this machine, hf:<model> runs on the CPU (pip install -e ".[hf]")'
+    )
 
 
 def engine_args(
@@ -191,6 +219,8 @@ class VLLMBackend(Backend):
     def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
         from support.backends.model_folder import checked_folder
 
+        if backend_base.missing_module(cls.needs) == "vllm":  # the base's check, worded here
+            return vllm_missing(name)
         why = super().unavailable(name, model_id, opts)
         if why is None:
             try:
@@ -355,8 +385,7 @@ def make_vllm_backend(
     gpus, max_batch (the engine's max_num_seqs) and max_images, and `opts.cache_dir` (the weight
     hashes' memo), dtype, and `opts.thinking` (the variant's thinking setting)."""
     if importlib.util.find_spec("vllm") is None:
-        install = "pip install 'vlmbench[vllm]' (docs/local-models.md)"
-        raise BackendUnavailable(f"{name}: needs vLLM: {install}")
+        raise BackendUnavailable(vllm_missing(name))
     from support.backends.model_folder import checked_folder, revision_for
 
     checked_folder(name, model_id)

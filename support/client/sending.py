@@ -1,14 +1,46 @@
 """The `Sender` protocol of the model client's layers, the innermost layer (`BackendCall`) and
-`Timed`."""
+`Timed`.
+
+`counting_sends()` counts, for one caller, the requests `BackendCall` sent on its behalf, answered
+or not: a request that failed after it went out has no Response to count it, so the per-case log
+(support.runner.LoggedClient) counts it this way ("model calls: N sent" counts it). The count
+lives in a context variable: each case runs in its own task, and every layer down to
+`BackendCall` runs in the caller's task.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol
 
 from support.types import Request, Response
+
+
+@dataclasses.dataclass(eq=False)  # compared by identity: each caller's count is its own
+class SendCount:
+    """Requests `BackendCall` sent for one caller (errors included)."""
+
+    sent: int = 0
+
+
+_SENDS: contextvars.ContextVar[SendCount | None] = contextvars.ContextVar(
+    "vlmbench_sends", default=None
+)
+
+
+@contextlib.contextmanager
+def counting_sends() -> Iterator[SendCount]:
+    """A SendCount of the requests sent within the block (by this task)."""
+    count = SendCount()
+    token = _SENDS.set(count)
+    try:
+        yield count
+    finally:
+        _SENDS.reset(token)
 
 
 class Sender(Protocol):
@@ -37,6 +69,9 @@ class BackendCall:
     async def send(self, key: str, request: Request) -> Response:
         start = time.perf_counter()
         self.sent += 1
+        caller = _SENDS.get()
+        if caller is not None:
+            caller.sent += 1
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:

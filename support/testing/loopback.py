@@ -28,7 +28,18 @@ finishReason "MAX_TOKENS"), possibly to nothing. Usage reports them: OpenAI
 Anthropic `output_tokens` with a thinking block before the text (its text empty where the display
 is "omitted"), Gemini `thoughtsTokenCount` and thought parts with `includeThoughts`.
 The server listens on 127.0.0.1 only and stops by itself after `lifetime_s`. For tests and
-benchmarks; `python -m support.testing.loopback --help` runs one standalone.
+benchmarks; `python -m support.testing.loopback --help` runs one standalone (`--port`, 0: any free
+one; the URL is the first line it prints; `--lifetime`, printed at the start, and a line when it
+ends), answering `--answer` to everything or by `--answers`: a JSONL file of rules
+`{"pattern": REGEX, "answer": TEXT}` tried in order on the request's last user text (the first
+whose pattern `re.search`es it answers; `--answer` otherwise), or `module:function`, called with
+that text and returning the answer.
+
+The models lists (`GET /v1/models` or `/models`: OpenAI's, or Anthropic's when the request
+carries `anthropic-version` or `x-api-key`, or Gemini's with `x-goog-api-key`; `/v1beta/models`:
+Gemini's) answer with `models` (`--models`; none by default), after the same key check (401):
+what a client's preflight reads. Any other path is a 404 (`/v1/chat/completions/models`: an
+`--api-base` naming the endpoint rather than the base URL).
 
 For benchmarks run against a server in another process: `GET /_loopback/stats` returns the stats as
 JSON (counts, when the first request arrived and the last response was written, the peak in flight,
@@ -57,9 +68,11 @@ import argparse
 import base64
 import contextlib
 import hashlib
+import importlib
 import json
 import os
 import random
+import re
 import threading
 import time
 import zlib
@@ -77,6 +90,9 @@ FAULT_KINDS = ("429", "500", "slow", "malformed", "drop")
 HEADERS_KEPT = 100  # model requests whose headers the stats keep
 PAD_STEP = 2**20  # bytes of padding a write or a compression call (bomb, big)
 STATS_PATH = "/_loopback/stats"  # GET: ServerStats as JSON (`stats_json`)
+# GET: the models lists (OpenAI's SDK given the server's root asks for /models)
+MODELS_PATHS = ("/models", "/v1/models", "/v1beta/models")
+DEFAULT_ANSWER = "A"  # the command line's answer where no --answers rule matches
 DEFAULT_THINKING_TOKENS = 64  # tokens a request that thinks thinks (4 characters a token)
 REFUSALS_KEPT = 20  # refusal messages the stats keep
 THINKING_FILLER = "Let me look at the image and the question step by step. "
@@ -203,6 +219,7 @@ class ServerStats:
     batch_item_bodies: Counter = field(default_factory=Counter)  # sha256 of item body -> tries
     headers: list[dict[str, str]] = field(default_factory=list)  # the last model requests'
     hostile: Counter = field(default_factory=Counter)  # hostile answers sent, by kind
+    listed: int = 0  # GET requests of the models lists (any answer, 401s included)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -232,9 +249,12 @@ class LoopbackServer:
         rules: bool = True,  # refuse what the named model's API refuses (loopback_rules)
         thinking_tokens: int = DEFAULT_THINKING_TOKENS,  # a thinking request's thinking
         port: int = 0,  # 0: any free port; a port: the same server restarted at its address
+        models: Sequence[str] = (),  # the ids its models lists name (GET /v1/models)
     ) -> None:
         self.script = script
         self.port = port
+        self.models = tuple(models)
+        self.expired = False  # it stopped because its lifetime ended
         self.batch_store = BatchStore(
             self.batch_answer,
             self.batch_item_fails,
@@ -270,10 +290,14 @@ class LoopbackServer:
         self._httpd = _HTTPServer(("127.0.0.1", self.port), handler)
         self.port = self._httpd.server_address[1]  # kept after stop: restart at the same URL
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        self._timer = threading.Timer(self.lifetime_s, self.stop)  # stops by itself
+        self._timer = threading.Timer(self.lifetime_s, self._expire)  # stops by itself
         self._timer.daemon = True
         self._timer.start()
         return self
+
+    def _expire(self) -> None:
+        self.expired = True
+        self.stop()
 
     def stop(self) -> None:
         httpd, self._httpd = self._httpd, None
@@ -391,6 +415,7 @@ class LoopbackServer:
                 "batch_item_errors": st.batch_item_errors,
                 "refused": st.refused,
                 "refusals": list(st.refusals),
+                "listed": st.listed,
             }
         times = os.times()  # the whole server process, all threads
         data["cpu_s"] = times.user + times.system
@@ -632,11 +657,41 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if BatchStore.protocol_of(self.path.split("?", 1)[0]):
+        path = self.path.split("?", 1)[0]
+        if BatchStore.protocol_of(path):
             return self._batch("GET")
-        if self.path.split("?", 1)[0] != STATS_PATH:
-            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        if path in MODELS_PATHS:
+            return self._models()
+        if path != STATS_PATH:
+            return self._json(404, {"error": {"message": f"no route {path}"}})
         self._json(200, self.owner.stats_json())
+
+    def _models(self) -> None:
+        """A models list in its protocol's shape (after its key check), counted."""
+        path = self.path.split("?", 1)[0]
+        with self.owner.lock:
+            self.owner.stats.listed += 1
+        headers = self.headers
+        protocol = "openai"
+        if path == "/v1beta/models" or headers.get("x-goog-api-key"):
+            protocol = "gemini"
+        elif headers.get("anthropic-version") or headers.get("x-api-key"):
+            protocol = "anthropic"
+        if not self._authorized(protocol):
+            return self._json(401, {"error": {"message": "invalid api key"}})
+        ids = self.owner.models
+        if protocol == "openai":
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in ids]
+            return self._json(200, {"object": "list", "data": data})
+        if protocol == "anthropic":
+            rows = [
+                {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
+                for m in ids
+            ]
+            first, last = (ids[0], ids[-1]) if ids else (None, None)
+            body = {"data": rows, "has_more": False, "first_id": first, "last_id": last}
+            return self._json(200, body)
+        return self._json(200, {"models": [{"name": f"models/{m}"} for m in ids]})
 
     def do_POST(self) -> None:
         if BatchStore.protocol_of(self.path.split("?", 1)[0]):
@@ -881,12 +936,127 @@ class _Handler(BaseHTTPRequestHandler):
             return False
 
 
+@dataclass(frozen=True)
+class AnswerRule:
+    """One rule of an `--answers` file: `pattern` searched in the request's last user text."""
+
+    pattern: re.Pattern[str]
+    answer: str
+
+
+def read_rules(path: Path) -> list[AnswerRule]:
+    """The rules of a JSONL file (one `{"pattern": REGEX, "answer": TEXT}` a line, blank lines
+    skipped); ValueError naming the file and line of anything else."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it ({exc})") from None
+    rules = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{where}: not JSON ({exc})") from None
+        if not (
+            isinstance(row, dict)
+            and set(row) == {"pattern", "answer"}
+            and all(isinstance(v, str) for v in row.values())
+        ):
+            raise ValueError(
+                f'{where}: expected {{"pattern": REGEX, "answer": TEXT}} (two strings, no other '
+                f"field), got {line.strip()[:80]}"
+            )
+        try:
+            rules.append(AnswerRule(re.compile(row["pattern"]), row["answer"]))
+        except re.error as exc:
+            raise ValueError(f"{where}: bad pattern {row['pattern']!r} ({exc})") from None
+    if not rules:
+        raise ValueError(f"{path}: no rules (one JSON object a line)")
+    return rules
+
+
+def last_user_text(request: ScriptRequest) -> str:
+    """The last text part of the request's user turn ("" without one)."""
+    return request.texts[-1] if request.texts else ""
+
+
+def answers_script(spec: str | None, default: str) -> Script:
+    """The command line's script: `default` for every request, or by `--answers` `spec` (an
+    existing file: JSONL rules, first match wins, `default` otherwise; else `module:function`,
+    called with the last user text). ValueError naming what is wrong."""
+    if spec is None:
+        return lambda _request: default
+    path = Path(spec)
+    if path.is_file():
+        rules = read_rules(path)
+
+        def by_rule(request: ScriptRequest) -> str:
+            text = last_user_text(request)
+            return next((r.answer for r in rules if r.pattern.search(text)), default)
+
+        return by_rule
+    module_name, sep, attr = spec.partition(":")
+    if not (sep and module_name and attr):
+        raise ValueError(f"{spec}: no such file, and not module:function")
+    try:
+        function = getattr(importlib.import_module(module_name), attr)
+    except ImportError as exc:
+        raise ValueError(f"{spec}: cannot import {module_name} ({exc})") from None
+    except AttributeError:
+        raise ValueError(f"{spec}: {module_name} has no {attr}") from None
+    if not callable(function):
+        raise ValueError(f"{spec}: {attr} is not a function")
+
+    def by_function(request: ScriptRequest) -> str:
+        found = function(last_user_text(request))
+        if not isinstance(found, str):  # the client sees a 400 naming it
+            raise TypeError(f"{spec} returned {type(found).__name__}, not str")
+        return found
+
+    return by_function
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after each option's help (those that are values: not an option off by
+    default, nor an empty list); the module's docstring kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default in ([], ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m support.testing.loopback", description=__doc__)
-    ap.add_argument("--answer", required=True, help="the constant answer text")
-    ap.add_argument("--api-key", required=True)
+    ap = argparse.ArgumentParser(
+        prog="python -m support.testing.loopback",
+        description=__doc__,
+        formatter_class=_HelpFormatter,
+    )
+    ap.add_argument("--api-key", required=True, help="the key a client must send")
+    ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    ap.add_argument(
+        "--answer", default=DEFAULT_ANSWER,
+        help="the answer to every request (with --answers: where no rule matches)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--answers", default=None, metavar="FILE|MODULE:FUNCTION",
+        help='answers by rule: a JSONL file of {"pattern": REGEX, "answer": TEXT} tried in '
+        "order on the request's last user text (the first match answers), or a function of "
+        "that text returning the answer",
+    )  # fmt: skip
+    ap.add_argument(
+        "--models", default="", metavar="ID[,ID...]",
+        help="the model ids its models lists (GET /v1/models) name",
+    )  # fmt: skip
     ap.add_argument("--latency", type=float, default=0.0, help="seconds per response")
-    ap.add_argument("--fault-rate", type=float, default=0.0)
+    ap.add_argument(
+        "--fault-rate", type=float, default=0.0,
+        help="share of distinct request bodies whose first attempt fails (429, 500, slow, "
+        "malformed, dropped)",
+    )  # fmt: skip
     ap.add_argument(
         "--rate-limit", type=float, default=None, metavar="PER_S",
         help="answer 429 (with retry-after) past this many requests a second",
@@ -898,16 +1068,19 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument(
         "--in-flight-retry-after", type=float, default=1.0, metavar="S",
-        help="the retry-after (seconds) of the in-flight cap's 429s (default 1)",
+        help="the retry-after (seconds) of the in-flight cap's 429s",
     )  # fmt: skip
-    ap.add_argument("--lifetime", type=float, default=600.0, help="seconds before it stops")
+    ap.add_argument(
+        "--lifetime", type=float, default=600.0, metavar="S",
+        help="seconds before it stops by itself (it says so when it does)",
+    )  # fmt: skip
     ap.add_argument(
         "--no-rules", action="store_true",
         help="answer what the named model's API would refuse (no vendor 400s)",
     )  # fmt: skip
     ap.add_argument(
         "--thinking-tokens", type=int, default=DEFAULT_THINKING_TOKENS, metavar="N",
-        help=f"tokens a request that thinks thinks (default {DEFAULT_THINKING_TOKENS})",
+        help="tokens a request that thinks thinks",
     )  # fmt: skip
     ap.add_argument(
         "--record", type=Path, default=None, metavar="DIR",
@@ -920,45 +1093,69 @@ def main(argv: list[str] | None = None) -> int:
     )
     batch.add_argument(
         "--batch-polls", type=_counts, action="append", default=[], metavar="N[,N...]",
-        help="status reads a batch stays in progress (default 1)",
+        help="status reads a batch stays in progress (none given: 1)",
     )  # fmt: skip
     batch.add_argument(
         "--batch-ends", type=_endings, action="append", default=[], metavar="END[,END...]",
-        help=f"how a batch ends, one of {', '.join(ENDINGS)} (default completed)",
+        help=f"how a batch ends, one of {', '.join(ENDINGS)} (none given: completed)",
     )  # fmt: skip
     batch.add_argument(
         "--batch-done-before-end", type=_counts, action="append", default=[], metavar="N[,N...]",
-        help="items an expired or cancelled batch answered first (default 0)",
+        help="items an expired or cancelled batch answered first (none given: 0)",
     )  # fmt: skip
     args = ap.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        ap.error(f"--port {args.port}: expected 0 (any free port) to 65535")
+    if not args.lifetime > 0:
+        ap.error(f"--lifetime {args.lifetime}: expected a positive number of seconds")
+    try:
+        script = answers_script(args.answers, args.answer)
+    except ValueError as exc:
+        ap.error(f"--answers {exc}")
     polls, ends, done = (
         [v for values in lists for v in values]
         for lists in (args.batch_polls, args.batch_ends, args.batch_done_before_end)
     )
     plans = plans_of(polls, ends, done)
-    server = LoopbackServer(
-        lambda _r: args.answer,
-        api_key=args.api_key,
-        latency_s=args.latency,
-        faults=Faults(rate=args.fault_rate),
-        lifetime_s=args.lifetime,
-        record_dir=args.record,
-        rate_limit=RateLimit(args.rate_limit, args.burst) if args.rate_limit else None,
-        in_flight_cap=(
-            InFlightCap(args.in_flight_cap, args.in_flight_retry_after)
-            if args.in_flight_cap
-            else None
-        ),
-        batches=plans,
-        rules=not args.no_rules,
-        thinking_tokens=args.thinking_tokens,
-    ).start()
-    print(server.url, flush=True)
+    try:
+        server = LoopbackServer(
+            script,
+            api_key=args.api_key,
+            latency_s=args.latency,
+            faults=Faults(rate=args.fault_rate),
+            lifetime_s=args.lifetime,
+            record_dir=args.record,
+            rate_limit=RateLimit(args.rate_limit, args.burst) if args.rate_limit else None,
+            in_flight_cap=(
+                InFlightCap(args.in_flight_cap, args.in_flight_retry_after)
+                if args.in_flight_cap
+                else None
+            ),
+            batches=plans,
+            rules=not args.no_rules,
+            thinking_tokens=args.thinking_tokens,
+            port=args.port,
+            models=[m.strip() for m in args.models.split(",") if m.strip()],
+        ).start()
+    except OSError as exc:  # the port is taken
+        ap.error(f"--port {args.port}: cannot listen there ({exc.strerror or exc})")
+    print(server.url, flush=True)  # the first line: what server_process and scripts read
+    print(
+        f"loopback: OpenAI base URL {server.url}/v1 (--api-base), Anthropic and Gemini "
+        f"{server.url}; stops in {args.lifetime:g} s (--lifetime)",
+        flush=True,
+    )
     try:
         while server._httpd is not None:
             time.sleep(0.2)
     except KeyboardInterrupt:
         server.stop()
+        print("loopback: stopped (interrupted)", flush=True)
+        return 0
+    if server.expired:
+        print(
+            f"loopback: stopped: its lifetime of {args.lifetime:g} s ended (--lifetime)", flush=True
+        )
     return 0
 
 

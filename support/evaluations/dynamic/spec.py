@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import existing_folder
+from support.data_paths import built_label, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.dynamic.rules import PROFILES, WRITEUP, DynamicRules
 from support.settings import RunSettings
@@ -128,7 +128,7 @@ def data_label(run: RunSettings) -> str | None:
     set); None for a real objects folder."""
     settings = run.evaluations.get("dynamic") or DynamicSettings()
     if settings.data:
-        return None
+        return built_label(settings.data, run.cache_dir, "AnyPoint objects")
     return "procedural objects (support/evaluations/dynamic/assets.py; not AnyPoint's objects)"
 
 

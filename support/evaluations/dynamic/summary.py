@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,9 @@ from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category
 from support.evaluations.dynamic.scenes import build_scene
 from support.evaluations.dynamic.spec import DynamicSettings
 from support.files import atomic_write, atomic_write_text, file_name
-from support.reporting import save_figure
+from support.reporting import integer_axis, legend_outside, save_figure
 from support.summary_contract import SummaryContext
-from support.tables import markdown_table, report_head
+from support.tables import in_model_order, markdown_table, model_order, report_head
 from support.types import Outcome
 
 KEYS = ("model", "search", "strategy", "lambda", "subset")
@@ -290,8 +291,8 @@ def write_outputs(
         if any(o.status != "correct" for o in tasks):
             assets = assets if assets is not None else ctx.open_data()
             written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
-    plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png")
-    ctx.report.add(report_text(summary, plot, ctx.data_label))
+    plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png", ctx.run.models)
+    ctx.report.add(report_text(summary, plot, ctx.data_label, ctx.run.models))
     return [*written, *([plot] if plot else [])]
 
 
@@ -301,8 +302,18 @@ def cumulative_errors(tasks: list[Outcome]) -> np.ndarray:
     return np.cumsum([o.status != "correct" for o in tasks]).astype(int)
 
 
-def plot_cumulative_errors(outcomes: list[Outcome], path: Path) -> Path | None:
-    """One panel per model: cumulative errors found vs tasks evaluated, a line per search."""
+def plot_cumulative_errors(
+    outcomes: list[Outcome], path: Path, models: Sequence[str] = ()
+) -> Path | None:
+    """cumulative_errors.png (cumulative_errors_figure); None (no file) without a task."""
+    fig = cumulative_errors_figure(outcomes, models)
+    return None if fig is None else save_figure(fig, path, dpi=110)
+
+
+def cumulative_errors_figure(outcomes: list[Outcome], models: Sequence[str] = ()) -> Any:
+    """One panel per model (in `models` order: the run's `--model` order): cumulative errors
+    found vs tasks evaluated, a line per search (a color each, the same in every panel; the
+    legend above the panels), whole-number axes (counts). None without a task."""
     by_model: dict[str, dict[str, list[Outcome]]] = defaultdict(dict)
     for (model, search), outs in sorted(_searches(outcomes).items()):
         tasks = scored(outs)
@@ -315,35 +326,61 @@ def plot_cumulative_errors(outcomes: list[Outcome], path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    order = model_order(by_model, models)
+    searches = sorted({s for found in by_model.values() for s in found}, key=_search_rank)
+    colors = {s: f"C{i}" for i, s in enumerate(searches)}
     fig, axes = plt.subplots(
-        1, len(by_model), figsize=(4.5 * len(by_model), 3.6), squeeze=False, sharey=True
+        1,
+        len(order),
+        figsize=(4.5 * len(order), 3.9),  # inches; 0.3 of the height: the legend's row
+        squeeze=False,
+        sharey=True,
+        layout="constrained",
     )
-    for ax, (model, searches) in zip(axes[0], sorted(by_model.items()), strict=True):
-        for search, tasks in searches.items():
+    handles = {}
+    for ax, model in zip(axes[0], order, strict=True):
+        for search, tasks in sorted(by_model[model].items(), key=lambda kv: _search_rank(kv[0])):
             found = cumulative_errors(tasks)
             style = "--" if search == "random" else "-"
-            ax.step(np.arange(1, len(found) + 1), found, style, where="post", label=search)
+            (line,) = ax.step(
+                np.arange(1, len(found) + 1),
+                found,
+                style,
+                where="post",
+                label=search,
+                color=colors[search],
+            )
+            handles.setdefault(search, line)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("tasks evaluated")
+        integer_axis(ax.xaxis)  # counts: no "2.5 tasks"
+        integer_axis(ax.yaxis)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
     axes[0][0].set_ylabel("errors found")
-    fig.tight_layout()
-    return save_figure(fig, path, dpi=110)
+    legend_outside(fig, [handles[s] for s in searches], title="search", fontsize=8)
+    return fig
 
 
-def report_text(summary: pd.DataFrame, plot: Path | None, data: str | None = None) -> str:
+def _search_rank(search: str) -> tuple[bool, str]:
+    """The dynamic searches by name, then the random baseline."""
+    return (search == "random", search)
+
+
+def report_text(
+    summary: pd.DataFrame, plot: Path | None, data: str | None = None, models: Sequence[str] = ()
+) -> str:
     """report.md: what the data is, the searches per model, then the errors found per
-    category."""
-    main = headline(summary)
+    category; models in `models` order (the run's `--model` order), the others after."""
+    main = in_model_order(headline(summary), models)
     by_category = summary[summary.subset != "all"][
         ["model", "search", "subset", "tasks", "errors", "error_rate"]
     ].rename(columns={"subset": "category"})
+    by_category = in_model_order(by_category, models)
     parts = [
         "\n".join(report_head("dynamic", data)),
         "Errors found per search (tasks answered wrongly or unparsably); errors_vs_random is "
         "the search's gain over the random baseline at the same budget.\n",
-        markdown_table(main.astype(object).fillna("")),
+        markdown_table(main),
     ]
     if plot is not None:
         parts += ["\n## Errors found as the search goes\n", f"![cumulative errors]({plot.name})"]

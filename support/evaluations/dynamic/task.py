@@ -26,7 +26,7 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import CaseClient, Evaluation
+from support.evaluation import CaseClient, CaseSkipped, Evaluation
 from support.evaluations.dynamic.assets import Asset, read_assets
 from support.evaluations.dynamic.embedder import Embedder, load_embedder
 from support.evaluations.dynamic.prompts import OptionSpace, letters
@@ -50,6 +50,7 @@ from support.types import Case, Outcome, Part, Request, Verdict
 
 LAYOUTS_FILE = "layouts.json"
 MAX_TOKENS = 128  # a letter, or a short sentence around it
+ERROR_SHOWN = 300  # characters of an earlier round's error a later round's skip reason quotes
 
 
 def search_id(strategy: str, lam: float | None) -> str:
@@ -174,15 +175,15 @@ class DynamicEvaluation(Evaluation):
 
     # ---- one round -------------------------------------------------------------------------
     def history(self, case: Case, search: Search, earlier: Sequence[Outcome]) -> list[tuple]:
-        """The (task, answered correctly) pairs of the earlier rounds, in evaluation order."""
+        """The (task, answered correctly) pairs of the earlier rounds, in evaluation order.
+        CaseSkipped when an earlier round broke: a search cannot go on without its verdicts, so
+        each later round is skipped quoting the first error (the broken round failed with it;
+        a rerun gets the answers already received from the response cache)."""
         broken = [o for o in earlier if "task_key" not in o.extra]
         if broken:
-            o = broken[0]
-            raise RuntimeError(
-                f"{case.id}: an earlier round ended in an error ({o.case_id}: {o.error}); a "
-                "search cannot go on without its verdicts. Run again: the answers already "
-                "received come from the response cache"
-            )
+            first = ((broken[0].error or "").strip().splitlines() or ["(no message)"])[0]
+            text = textwrap.shorten(first, ERROR_SHOWN, placeholder=" ...")
+            raise CaseSkipped(f"an earlier round of this search ended in an error: {text}")
         rows = []
         pools: dict[int, dict[str, Task]] = {}  # round -> its candidates by key
         for o in sorted(earlier, key=lambda o: o.extra["task_id"]):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import SYNTHETIC_FIX, existing_file, existing_folder
+from support.data_paths import SYNTHETIC_FIX, built_label, existing_file, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
 from support.settings import Compat, RunSettings
@@ -82,10 +82,11 @@ def data_files(settings: NyuSettings, run: RunSettings) -> list[Path]:
 
 def data_label(run: RunSettings) -> str | None:
     """What the data is when it is not the real NYU Depth V2 (no --nyu-mat or --nyu-dir: the
-    synthetic sample); None for the real data."""
+    synthetic sample, or a path inside a vlmbench cache's synthetic/ folder); None for the real
+    data."""
     settings = run.evaluations.get("nyu_distance") or NyuSettings()
     if settings.mat or settings.folder:
-        return None
+        return built_label(settings.mat or settings.folder, run.cache_dir, "NYU Depth V2")
     where = "support/evaluations/nyu_distance/synthetic.py"
     return f"synthetic sample ({where}; not the real NYU Depth V2)"
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ from support.files import atomic_write
 from support.metrics import cluster_resample, safe_ratio, summarize_groups
 from support.reporting import interval_columns, save_figure
 from support.summary_contract import SummaryContext
-from support.tables import fmt
+from support.tables import fmt, model_order
 from support.types import Outcome
 
 METRICS = (
@@ -213,10 +214,15 @@ def by_distance(outcomes: list[Outcome]) -> pd.DataFrame:
     return table.reset_index()
 
 
-def report_text(summary: pd.DataFrame, outcomes: list[Outcome], data: str | None = None) -> str:
+def report_text(
+    summary: pd.DataFrame,
+    outcomes: list[Outcome],
+    data: str | None = None,
+    models: Sequence[str] = (),
+) -> str:
     """report.md: what the data is, what is measured, the overall table with intervals, MAE by
-    true distance."""
-    from support.tables import markdown_table, report_head, with_intervals
+    true distance; models in `models` order (the run's `--model` order), the others after."""
+    from support.tables import in_model_order, markdown_table, report_head, with_intervals
 
     lines = [
         *report_head("NYU Depth V2 3D distance evaluation", data),
@@ -230,21 +236,24 @@ def report_text(summary: pd.DataFrame, outcomes: list[Outcome], data: str | None
         "",
         "## Overall",
         "",
-        markdown_table(with_intervals(summary, METRICS)),
+        markdown_table(with_intervals(in_model_order(summary, models), METRICS)),
         "",
         "## By true distance",
         "",
-        markdown_table(by_distance(outcomes).round(3)),
+        markdown_table(in_model_order(by_distance(outcomes).round(3), models)),
         "",
     ]
     return "\n".join(lines)
 
 
-def plot_predictions(outcomes: list[Outcome], summary: pd.DataFrame, path: Path) -> Path | None:
-    """pred_vs_truth.png: predicted vs true distance per model, the y = x line; answers beyond
-    the axes are drawn at the edge as triangles; a model without a parsed answer gets a panel
-    saying so. None (no file) without outcomes."""
-    models = sorted({o.model for o in outcomes})
+def plot_predictions(
+    outcomes: list[Outcome], summary: pd.DataFrame, path: Path, models: Sequence[str] = ()
+) -> Path | None:
+    """pred_vs_truth.png: predicted vs true distance per model (panels in `models` order: the
+    run's `--model` order), the y = x line; answers beyond the axes are drawn at the edge as
+    triangles; a model without a parsed answer gets a panel saying so. None (no file) without
+    outcomes."""
+    models = model_order({o.model for o in outcomes}, models)
     if not models:
         return None
     import matplotlib
@@ -320,8 +329,8 @@ def write_outputs(
 ) -> list[Path]:
     """The source's nyu_distance_results.json and marked images, report.md's part and the
     prediction-vs-truth plot (none without outcomes)."""
-    ctx.report.add(report_text(summary, outcomes, ctx.data_label))
-    plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png")
+    ctx.report.add(report_text(summary, outcomes, ctx.data_label, ctx.run.models))
+    plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png", ctx.run.models)
     return [
         write_results_json(outcomes, out_dir / "nyu_distance_results.json", ctx.compat),
         *([plot] if plot else []),

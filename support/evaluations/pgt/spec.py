@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import csv_columns, existing_file, existing_folder
+from support.data_paths import built_label, csv_columns, existing_file, existing_folder, holds_data
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.pgt.dataset import (
     COLUMN_ALIASES,
@@ -121,11 +121,11 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         raise OptionError("--pgt-path-map", str(exc)) from None
     for folder in roots.values():
         fix = "pass the folder the CSV's image paths are relative to"
-        existing_folder("--pgt-image-root", str(folder), fix)
+        found = existing_folder("--pgt-image-root", str(folder), fix)
+        holds_data("--pgt-image-root", found, ("*",), "no file", fix)
     root = values.get("pgt_root") or None
-    if root:
-        fix = "pass the source's data/ folder (df40/, d3/, genimage/ with their CSVs)"
-        existing_folder("--pgt-root", root, fix)
+    root_fix = "pass the source's data/ folder (df40/, d3/, genimage/ with their CSVs)"
+    root_folder = existing_folder("--pgt-root", root, root_fix) if root else None
     name, csv = SYNTHETIC, None
     if values.get("pgt_dataset"):
         try:
@@ -133,6 +133,9 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         except DatasetError as exc:
             raise OptionError("--pgt-dataset", str(exc)) from None
         check_csv(values["pgt_dataset"], csv, registered=root is not None and name in DATASETS)
+    if root_folder is not None and name not in DATASETS:  # else its CSV was looked for by name
+        what = f"no CSV (such as {DATASETS['df40']})"
+        holds_data("--pgt-root", root_folder, ("*.csv",), what, root_fix)
     settings = PgtSettings(
         dataset=name,
         csv=csv,
@@ -192,10 +195,13 @@ def data_files(settings: PgtSettings, run: RunSettings) -> list[Path]:
 
 
 def data_label(run: RunSettings) -> str | None:
-    """What the data is when it is not a real dataset (no --pgt-dataset: the synthetic sample);
-    None for a registered dataset or a CSV."""
+    """What the data is when it is not a real dataset (no --pgt-dataset, or a CSV inside a
+    vlmbench cache's synthetic/ folder: the synthetic sample); None for a registered dataset or
+    a CSV of the user's."""
     settings = run.evaluations.get("pgt") or PgtSettings()
-    if settings.csv is not None or settings.dataset != SYNTHETIC:
+    if settings.csv is not None:
+        return built_label(settings.csv, run.cache_dir, "PGT dataset")
+    if settings.dataset != SYNTHETIC:
         return None
     return "synthetic sample (support/evaluations/pgt/synthetic.py; not a real PGT dataset)"
 

@@ -17,7 +17,7 @@ import json
 import math
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from support.metrics import (
 from support.reporting import interval_columns
 from support.settings import RunSettings
 from support.summary_contract import SummaryContext
-from support.tables import markdown_table, report_head, with_intervals
+from support.tables import in_model_order, markdown_table, report_head, with_intervals
 from support.types import Outcome
 
 COMBINATION = ["model", "dataset", "phrase", "mode", "n_responses"]
@@ -400,8 +400,8 @@ def write_outputs(
         ]
     recall_columns = [*COMBINATION, "generator", "recall", "recall_lo", "recall_hi", "n"]
     recall = pd.DataFrame(recall_rows, columns=recall_columns)  # a header even when empty
-    ctx.report.add(report_text(summary, recall, ctx.data_label))
-    sent = modes_sent(outcomes)
+    ctx.report.add(report_text(summary, recall, ctx.data_label, run.models))
+    sent = in_model_order(modes_sent(outcomes), run.models)
     if not sent.empty:
         ctx.report.add(
             "## What each mode sent\n\n"
@@ -421,7 +421,11 @@ def write_outputs(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PlotSkipped)
         in_run += make_all(
-            run.results_dir / "pgt", out_dir / "figures", run=performance_run, reasoning_run=ts
+            run.results_dir / "pgt",
+            out_dir / "figures",
+            run=performance_run,
+            reasoning_run=ts,
+            order=run.models,
         )
     return in_run + written  # the run folder's files first: the terminal lists the first few
 
@@ -548,10 +552,16 @@ def modes_sent(outcomes: Iterable[Outcome]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "mode", "stage_1", "stage_2", "adapted"])
 
 
-def report_text(summary: pd.DataFrame, recall: pd.DataFrame, data: str | None = None) -> str:
+def report_text(
+    summary: pd.DataFrame,
+    recall: pd.DataFrame,
+    data: str | None = None,
+    models: Sequence[str] = (),
+) -> str:
     """report.md: what the data is, the headline table and per-generator recall, with 95%
-    intervals."""
-    head = headline(summary)
+    intervals; models in `models` order (the run's `--model` order), the others after."""
+    head = in_model_order(headline(summary), models)
+    recall = in_model_order(recall, models)
     metrics = [c for c in head.columns if f"{c}_lo" in head.columns]
     parts = [
         *report_head("PGT: real vs AI-generated image detection", data),

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from support.data_paths import files_below
 from support.evaluations.pointing.classes import (
     color_mask_to_labels,
     presence_vector,
@@ -93,7 +94,7 @@ def _parquet_files(source: str) -> list[Path] | None:
             raise FileNotFoundError(f"no file matches {source!r}")
     else:
         p = Path(source)
-        files = [p] if p.is_file() else sorted(p.rglob("*.parquet"))
+        files = [p] if p.is_file() else sorted(files_below(p, "*.parquet"))
     files = [f for f in files if f.is_file() and f.suffix == ".parquet"]
     return files or None
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import SYNTHETIC_FIX, existing_folder
+from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, files_below
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.pointing.rules import PROFILES, WRITEUP, PointingRules
 from support.settings import RunSettings
@@ -73,7 +73,7 @@ def check_cholecseg8k(source: str, run: RunSettings) -> None:
     if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():
         return
     try:
-        if find_raw_root(folder) is not None or next(folder.rglob("*.parquet"), None):
+        if find_raw_root(folder) is not None or next(files_below(folder, "*.parquet"), None):
             return
     except ValueError as exc:  # several raw trees below it
         raise OptionError(flag, f"{flag} {exc}") from None
@@ -95,6 +95,12 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PointingSettings:
             "option out to prepare the data here"
         )
         prepared = existing_folder("--pointing-prepared", prepared, fix).resolve()
+        if next(prepared.glob("balanced_indices_*.json"), None) is None:
+            raise OptionError(
+                "--pointing-prepared",
+                f"--pointing-prepared {values.get('pointing_prepared')}: no "
+                f"balanced_indices_<split>_<n>.json in it (the prepared test rows); {fix}",
+            )
     point_frame = values.get("pointing_point_frame") or "prompt"
     if point_frame not in POINT_FRAMES:
         raise OptionError(
@@ -133,11 +139,12 @@ def data_files(settings: PointingSettings, run: RunSettings) -> list[Path]:
 
 
 def data_label(run: RunSettings) -> str | None:
-    """What the data is when it is not the real CholecSeg8k (no --cholecseg8k: the synthetic
-    sample); None for the real data."""
+    """What the data is when it is not the real CholecSeg8k (no --cholecseg8k, or a path
+    inside a vlmbench cache's synthetic/ folder: the synthetic sample); None for the real
+    data."""
     settings = run.evaluations.get("pointing") or PointingSettings()
     if settings.cholecseg8k:
-        return None
+        return built_label(settings.cholecseg8k, run.cache_dir, "CholecSeg8k")
     return "synthetic sample (support/evaluations/pointing/synthetic.py; not the real CholecSeg8k)"
 
 

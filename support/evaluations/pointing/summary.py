@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,13 @@ from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
 from support.files import atomic_write_text, file_name
 from support.metrics import binary_metrics, safe_ratio, summarize_groups
-from support.reporting import interval_columns, save_figure
+from support.reporting import (
+    interval_columns,
+    legend_outside,
+    save_figure,
+)
 from support.summary_contract import SummaryContext
+from support.tables import MISSING, model_order
 from support.types import Outcome
 
 METRICS = (
@@ -246,10 +252,10 @@ def ranked_organs(f1: dict[str, float], k: int = 3, best: bool = True) -> str:
     return "; ".join(parts)
 
 
-def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
+def report_text(summary: pd.DataFrame, data: str | None = None, models: Sequence[str] = ()) -> str:
     """report.md: what the data is, overall, per organ, best and worst organs, conditions
-    compared."""
-    from support.tables import markdown_table, report_head, with_intervals
+    compared; models in `models` order (the run's `--model` order), the others after."""
+    from support.tables import in_model_order, markdown_table, report_head, with_intervals
 
     title = "Pointing evaluation" if data else "Pointing evaluation (CholecSeg8k)"
     lines = report_head(title, data)
@@ -262,7 +268,10 @@ def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
         "## Overall",
         "",
         markdown_table(
-            with_intervals(headline(summary), (*METRICS, *SOURCE_METRICS, *MACRO_METRICS))
+            with_intervals(
+                in_model_order(headline(summary), models),
+                (*METRICS, *SOURCE_METRICS, *MACRO_METRICS),
+            )
         ),
         "",
         "## Conditions compared (overall F1 and pointing accuracy)",
@@ -276,11 +285,17 @@ def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
             for c in pivot.columns:
                 if c != "zero_shot":
                     pivot[f"{c} - zero_shot"] = pivot[c] - pivot["zero_shot"]
-        lines += [f"### {metric}", "", pivot.reset_index().round(3).to_markdown(index=False), ""]
+        table = in_model_order(pivot.reset_index().round(3), models)
+        lines += [f"### {metric}", "", markdown_table(table), ""]
     organs = summary[summary["organ"] != ALL]
     lines += ["## Best and worst organs by F1", ""]
     lines += ["Organs whose F1 ties at three digits are named together.", ""]
-    for (model, condition), g in organs.groupby(["model", "condition"], sort=True):
+    by_model = {m: i for i, m in enumerate(model_order(organs["model"], models))}
+    groups = sorted(
+        organs.groupby(["model", "condition"], sort=True),
+        key=lambda kg: (by_model[kg[0][0]], _condition_rank(kg[0][1])),
+    )
+    for (model, condition), g in groups:
         f1 = dict(zip(g["organ"], g["f1"].astype(float), strict=True))
         if not any(np.isfinite(v) for v in f1.values()):
             lines.append(f"- **{model} / {condition}**: no organ has a defined F1")
@@ -288,14 +303,26 @@ def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
         best, worst = ranked_organs(f1), ranked_organs(f1, best=False)
         lines.append(f"- **{model} / {condition}**: best: {best} | worst: {worst}")
     lines += ["", "## Per organ", ""]
-    per_organ = organs[["model", "condition", "organ", "n", *METRICS[:5]]]
-    lines += [per_organ.round(3).to_markdown(index=False), ""]
+    per_organ = in_model_order(organs[["model", "condition", "organ", "n", *METRICS[:5]]], models)
+    lines += [markdown_table(per_organ.round(3)), ""]
     return "\n".join(lines)
 
 
-def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path | None:
-    """f1_by_organ.png: per-organ F1 bars per condition (one panel per model), 95% CI whiskers;
-    a model without a defined F1 gets a panel saying so. None (no file) without organ rows."""
+def plot_f1_by_organ(
+    summary: pd.DataFrame, out_dir: Path, models: Sequence[str] = ()
+) -> Path | None:
+    """f1_by_organ.png: per-organ F1 bars per condition (one panel per model, in `models` order:
+    the run's `--model` order), 95% CI whiskers, the conditions' legend above the panels; an
+    undefined F1 is marked "—" (not a bar of 0), a model without a defined F1 gets a panel
+    saying so. None (no file) without organ rows."""
+    fig = f1_by_organ_figure(summary, models)
+    if fig is None:
+        return None
+    return save_figure(fig, out_dir / "f1_by_organ.png", dpi=120)
+
+
+def f1_by_organ_figure(summary: pd.DataFrame, models: Sequence[str] = ()) -> Any:
+    """plot_f1_by_organ's figure (matplotlib Figure); None without organ rows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -304,30 +331,34 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path | None:
     organs = summary[summary["organ"] != ALL]
     if organs.empty:
         return None
-    models = sorted(organs["model"].unique())
+    models = model_order(organs["model"], models)
     conditions = sorted(organs["condition"].unique(), key=_condition_rank)
     names = [CLASS_NAMES[i] for i in ORGAN_IDS if CLASS_NAMES[i] in set(organs["organ"])]
     fig, axes = plt.subplots(
-        len(models), 1, figsize=(11, 3.2 * max(1, len(models))), squeeze=False, sharex=True
+        len(models),
+        1,
+        figsize=(11, 0.4 + 3.2 * max(1, len(models))),  # inches; 0.4: the legend's row
+        squeeze=False,
+        sharex=True,
+        layout="constrained",
     )
     width = 0.8 / max(1, len(conditions))
     x = np.arange(len(names))
     for ax, model in zip(axes[:, 0], models, strict=True):
+        mine = organs[organs["model"] == model]
+        nothing = bool(mine["f1"].isna().all())  # the panel says so once, no mark per bar
         for k, condition in enumerate(conditions):
             g = organs[(organs["model"] == model) & (organs["condition"] == condition)]
             g = g.set_index("organ").reindex(names)
             lo = (g["f1"] - g["f1_lo"]).clip(lower=0).fillna(0)
             hi = (g["f1_hi"] - g["f1"]).clip(lower=0).fillna(0)
-            ax.bar(
-                x + (k - (len(conditions) - 1) / 2) * width,
-                g["f1"].fillna(0),
-                width,
-                yerr=[lo, hi],
-                capsize=2,
-                label=condition,
-            )
-        mine = organs[organs["model"] == model]
-        if mine["f1"].isna().all():
+            pos = x + (k - (len(conditions) - 1) / 2) * width
+            ax.bar(pos, g["f1"].fillna(0), width, yerr=[lo, hi], capsize=2, label=condition)
+            undefined = g["f1"].isna().to_numpy() & (not nothing)
+            for p in pos[undefined]:  # an undefined F1: marked, not read as a bar of 0
+                ax.annotate(MISSING, (p, 0), xytext=(0, 1), textcoords="offset points",
+                            ha="center", fontsize=8)  # fmt: skip
+        if nothing:
             why = "no scored answers" if mine["n"].sum() == 0 else "F1 undefined for every organ"
             ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center")
         ax.set_ylim(0, 1.05)
@@ -335,9 +366,9 @@ def plot_f1_by_organ(summary: pd.DataFrame, out_dir: Path) -> Path | None:
         ax.set_title(f"{model}: presence F1 by organ (95% bootstrap CI)")
         ax.grid(axis="y", alpha=0.3)
     axes[-1, 0].set_xticks(x, names, rotation=35, ha="right")
-    axes[0, 0].legend(fontsize=8, ncols=len(conditions))
-    fig.tight_layout()
-    return save_figure(fig, out_dir / "f1_by_organ.png", dpi=120)
+    handles, _ = axes[0, 0].get_legend_handles_labels()
+    legend_outside(fig, handles, ncols=len(conditions), title="condition", fontsize=9)
+    return fig
 
 
 # ---- the original's files (`--compat source`) ----------------------------------------------------
@@ -465,8 +496,8 @@ def write_outputs(
 ) -> list[Path]:
     """report.md's part and the per-organ F1 plot in the run folder; source runs add the
     original's per-sample and metrics files."""
-    ctx.report.add(report_text(summary, ctx.data_label))
-    plot = plot_f1_by_organ(summary, out_dir)
+    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models))
+    plot = plot_f1_by_organ(summary, out_dir, ctx.run.models)
     paths = [plot] if plot else []
     if ctx.compat == "source":
         paths += write_source_files(outcomes, out_dir)

@@ -15,7 +15,9 @@ Category 1 (`cat1_test_set_public.zip`), flat:
                       "slice_nr_<n>_<tool_words_joined_by_underscores>", "corners": [[x1, y1, 0.5],
                       [x2, y1, 0.5], [x2, y2, 0.5], [x1, y2, 0.5]]}]}, n = frame index + 1
 
-Both readers search `root` recursively and skip macOS archive debris (`__MACOSX/`, `._*`). Reading
+Both readers search `root` recursively and skip macOS archive debris (`__MACOSX/`, `._*`) and
+vlmbench's cache folders (`.vlmbench-cache/`: the synthetic sample built there is no user's data;
+support.data_paths.files_below). Reading
 never decodes a video; comparing the images' size with the video's is left to the evaluation.
 Every bad file raises SurgvuDataError naming the file and the field, item or index.
 """
@@ -28,6 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.data_paths import files_below
 from support.evaluations.surgvqa.tools import TOOL_CLASSES, canonical_tool
 
 N_ANSWERS = 5  # references per question (the write-up, and every public example)
@@ -75,14 +78,9 @@ class ToolVideo:
 
 
 def _files(root: Path, pattern: str) -> list[Path]:
-    """Files under root matching pattern, without macOS archive debris, sorted."""
-    return sorted(
-        p
-        for p in root.rglob(pattern)
-        if p.is_file()
-        and "__MACOSX" not in p.relative_to(root).parts
-        and not p.name.startswith("._")
-    )
+    """Files under root matching pattern, sorted, without macOS archive debris and never inside
+    a vlmbench cache folder (its synthetic sample is not the user's data)."""
+    return sorted(files_below(root, pattern))
 
 
 def _check_root(root: Path) -> Path:

@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import SYNTHETIC_FIX, existing_folder
+from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, holds_data
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.surgvqa.rules import PROFILES, WRITEUP, SurgvqaRules
 from support.settings import RunSettings
 
 VQA_FRAMES = 8  # frames of a question's clip shown to the model (30-s clips: one every ~4 s)
 BOX_FRAMES = ("model", "auto", "pixels", "norm1000", "gemini")
+# what --surgvqa-root must hold below it: a category-2 question or a category-1 video
+DATA_FILES = ("*_question.json", "*_fps1.mp4")
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,9 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     root = values.get("surgvqa_root") or None
     if root:
         fix = f"pass the folder the SurgVU data was extracted to, {SYNTHETIC_FIX}"
-        existing_folder("--surgvqa-root", root, fix)
+        folder = existing_folder("--surgvqa-root", root, fix)
+        what = "no caseNNN_question.json (category 2), no N_fps1.mp4 (category 1)"
+        holds_data("--surgvqa-root", folder, DATA_FILES, what, fix)
     frames = values.get("surgvqa_frames")
     frames = VQA_FRAMES if frames is None else frames
     if not isinstance(frames, int) or frames < 1:
@@ -66,11 +70,11 @@ def data_files(settings: SurgvqaSettings, run: RunSettings) -> list[Path]:
 
 
 def data_label(run: RunSettings) -> str | None:
-    """What the data is when it is not the real SurgVU (no --surgvqa-root: the synthetic
-    sample); None for the real data."""
+    """What the data is when it is not the real SurgVU (no --surgvqa-root, or a root inside a
+    vlmbench cache's synthetic/ folder: the synthetic sample); None for the real data."""
     settings = run.evaluations.get("surgvqa") or SurgvqaSettings()
     if settings.root:
-        return None
+        return built_label(settings.root, run.cache_dir, "SurgVU")
     return "synthetic sample (support/evaluations/surgvqa/synthetic.py; not the real SurgVU)"
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,16 @@ from support.evaluations.surgvqa.coco import (
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
 from support.files import atomic_write_text, file_name
 from support.metrics import safe_ratio, summarize_groups
-from support.reporting import interval_columns
+from support.reporting import interval_columns, legend_outside, save_figure
 from support.summary_contract import SummaryContext
-from support.tables import markdown_table, report_head, with_intervals
+from support.tables import (
+    MISSING,
+    in_model_order,
+    markdown_table,
+    model_order,
+    report_head,
+    with_intervals,
+)
 from support.types import Outcome
 
 VQA_METRICS = ("bleu", "yes_no_accuracy")
@@ -247,7 +255,8 @@ def write_outputs(
     outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
     """Per model: the evaluator's VQA metrics.json, the COCO ground truth, results and
-    COCOeval stats; report.md for the run."""
+    COCOeval stats; report.md and the headline metrics' plot (metrics_by_model.png) for the
+    run."""
     written = []
     by_model: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
@@ -276,23 +285,98 @@ def write_outputs(
                     },
                 ),
             ]
-    ctx.report.add(report_text(summary, ctx.data_label))
-    return written
+    plot = plot_metrics(summary, out_dir / "metrics_by_model.png", ctx.run.models)
+    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models, plot))
+    return [*([plot] if plot else []), *written]  # the run folder's plot first (terminal)
 
 
-def report_text(summary: pd.DataFrame, data: str | None = None) -> str:
+# the headline metrics as the plot names them (all in [0, 1])
+METRIC_LABELS = {
+    "bleu": "BLEU",
+    "yes_no_accuracy": "yes/no\naccuracy",
+    "map": "mAP\n@[.5:.95]",
+    "ap50": "AP@.5",
+    "f1_50": "F1@.5",
+}
+
+
+def plot_metrics(summary: pd.DataFrame, path: Path, models: Sequence[str] = ()) -> Path | None:
+    """metrics_by_model.png (metrics_figure); None (no file) when no metric is defined."""
+    fig = metrics_figure(summary, models)
+    return None if fig is None else save_figure(fig, path, dpi=110)
+
+
+def metrics_figure(summary: pd.DataFrame, models: Sequence[str] = ()) -> Any:
+    """The headline metrics (HEADLINE) as grouped bars: a group per metric, a bar per model (in
+    `models` order: the run's `--model` order) with its 95% bootstrap interval as a whisker; a
+    metric a model has no value for is marked "—" at the axis. The legend, above the axes, names
+    each model with its questions and frames scored. None when no metric is defined."""
+    head = headline(summary)
+    if head.empty or head[list(HEADLINE)].isna().all().all():
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    head = head.set_index("model")
+    order = model_order(head.index, models)
+    x = np.arange(len(HEADLINE), dtype=float)
+    width = 0.8 / len(order)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(HEADLINE) * max(1, len(order) / 2)), 3.6),
+                           layout="constrained")  # fmt: skip
+    for k, model in enumerate(order):
+        row = head.loc[model]
+        value = np.array([row[m] for m in HEADLINE], dtype=float)
+        lo = np.array([row[f"{m}_lo"] for m in HEADLINE], dtype=float)
+        hi = np.array([row[f"{m}_hi"] for m in HEADLINE], dtype=float)
+        pos = x + (k - (len(order) - 1) / 2) * width
+        counts = f"{int(row['n_questions'])} questions, {int(row['n_frames'])} frames scored"
+        label = f"{model} ({counts})"
+        ax.bar(pos, np.nan_to_num(value), width, label=label, color=f"C{k % 10}")
+        ok = np.isfinite(value) & np.isfinite(lo) & np.isfinite(hi)
+        if ok.any():
+            err = [np.clip(value - lo, 0, None)[ok], np.clip(hi - value, 0, None)[ok]]
+            ax.errorbar(pos[ok], value[ok], yerr=err, fmt="none", ecolor="black", capsize=3)
+        tops = np.where(ok, np.fmax(value, hi), value)  # the whisker's top, else the bar's
+        for p, v, top in zip(pos, value, tops, strict=True):
+            text = MISSING if not np.isfinite(v) else f"{v:.2f}"
+            y = top if np.isfinite(top) else 0.0
+            ax.annotate(text, (p, y), xytext=(0, 2), textcoords="offset points", ha="center",
+                        fontsize=7)  # fmt: skip
+    ax.set_xticks(x, [METRIC_LABELS.get(m, m) for m in HEADLINE])
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("score (95% bootstrap CI)")
+    ax.set_title("surgvqa: headline metrics per model")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    handles, _ = ax.get_legend_handles_labels()
+    legend_outside(fig, handles, ncols=min(len(handles), 2), title="model", fontsize=8)
+    return fig
+
+
+def report_text(
+    summary: pd.DataFrame,
+    data: str | None = None,
+    models: Sequence[str] = (),
+    plot: Path | None = None,
+) -> str:
     """report.md: what the data is, the headline (questions and frames counted apart), the VQA
-    kinds and the tool rows with 95% intervals."""
+    kinds and the tool rows with 95% intervals; models in `models` order (the run's `--model`
+    order), the others after; the plot (its file name, beside report.md) when there is one."""
+    summary = in_model_order(summary, models)
     main = summary[summary.subset.isin(["all", "yes_no", "open"])]
     classes = summary[~summary.subset.isin(["all", "yes_no", "open"])]
     parts = [
         "\n".join(report_head("surgvqa", data)),
         "## Headline\n",
-        markdown_table(with_intervals(headline(summary), HEADLINE)),
+        markdown_table(with_intervals(in_model_order(headline(summary), models), HEADLINE)),
         "\n## By category and question kind\n",
         markdown_table(with_intervals(main, (*METRICS,))),
     ]
     if len(classes):
         table = classes[["model", "subset", "map", "ap50"]].rename(columns={"subset": "tool"})
         parts += ["\n## AP per tool class (pooled frames)\n", markdown_table(table)]
+    if plot is not None:
+        parts += ["\n## Metrics per model\n", f"![metrics per model]({plot.name})"]
     return "\n".join(parts) + "\n"

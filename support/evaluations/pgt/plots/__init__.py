@@ -51,22 +51,26 @@ def make_all(
     method: str | None = None,
     run: str | None = None,
     reasoning_run: str | None = None,
+    order: Sequence[str] = (),
 ) -> list[Path]:
     """Every figure from one results root into out_dir (default root/figures); the paths written.
-    `models` and `method` select what the recall radar draws; `run` draws one run's files only
+    `models` and `method` select what the recall radar draws; `order` is the models' order in
+    every figure (the run's `--model` order; default: `models`, then style.model_order's);
+    `run` draws one run's files only
     (performance_<run>.json; default: the newest file of each folder); `reasoning_run` the
     reasoning files' run for the vocabulary figure when it differs (`--compat source` writes
     performance_fixed_<ts>.json beside reasoning_<ts>.json)."""
     root = Path(root)
     out_dir = Path(out_dir) if out_dir is not None else root / "figures"
     df = load_performance(root, run=run)
+    order = tuple(order) or tuple(models or ())
     written = []
     if df.empty:
         skip("confidence.json", f"no performance_*.json under {root}")
     else:
         written.append(write_confidence(df, out_dir / "confidence.json"))
-    written += plot_macro_f1_bars(df, out_dir)
-    written += plot_recall_radar(df, out_dir, models=models, method=method)
+    written += plot_macro_f1_bars(df, out_dir, order)
+    written += plot_recall_radar(df, out_dir, models=models, method=method, order=order)
     written += plot_vocab_lr(root, out_dir, run=reasoning_run or run)
     return written
 
@@ -79,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("root", type=Path, help="results root (e.g. results/pgt)")
     parser.add_argument("--out", type=Path, help="output folder (default ROOT/figures)")
-    parser.add_argument("--models", help="models drawn in the recall radar, comma separated")
+    parser.add_argument(
+        "--models",
+        help="models drawn in the recall radar, comma separated; their order is every figure's",
+    )
     parser.add_argument(
         "--method", help="method key drawn in the recall radar (default: each model's best)"
     )

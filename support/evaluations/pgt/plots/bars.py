@@ -1,9 +1,11 @@
 """macro_f1_bars.pdf/.png: macro F1 with 95% bootstrap intervals, one panel per dataset, a group
-of bars per model, a bar per method; above each S2 bar, its difference to CoT (same mode and n)."""
+of bars per model (in the order given: the run's `--model` order), a bar per method (its phrase
+mode always named, prefill too); above each S2 bar, its difference to CoT (same mode and n)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,29 +18,31 @@ from support.evaluations.pgt.plots import style as ps
 from support.evaluations.pgt.plots.data import latest_runs, method_labels, method_order
 
 HEIGHT = 2.2  # inches, without the legend
-LEGEND_ROW = 0.17  # inches per legend row (8 pt text)
+LEGEND_ROW = 0.17  # inches per legend row (8 pt text); one more for its title
 MAX_MARKED_METHODS = 8  # more bars per group than this: no difference labels (they would overlap)
 COMPARED = ("cot", "s2")  # improvement markers: the second phrase's bar minus the first's
 
 
-def plot_macro_f1_bars(df: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Write macro_f1_bars.pdf and .png from a load_performance table; [] when it is empty."""
+def plot_macro_f1_bars(df: pd.DataFrame, out_dir: Path, order: Sequence[str] = ()) -> list[Path]:
+    """Write macro_f1_bars.pdf and .png from a load_performance table; [] when it is empty.
+    `order`: the models' order (style.model_order)."""
     if df.empty:
         return ps.skip("macro_f1_bars", "no performance results")
     with ps.publication_style():
-        return ps.save_figure(macro_f1_figure(df), out_dir, "macro_f1_bars")
+        return ps.save_figure(macro_f1_figure(df, order), out_dir, "macro_f1_bars")
 
 
-def macro_f1_figure(df: pd.DataFrame) -> Figure:
-    """The bar chart (ACL full width); the newest run of each method."""
+def macro_f1_figure(df: pd.DataFrame, order: Sequence[str] = ()) -> Figure:
+    """The bar chart (ACL full width); the newest run of each method; models in `order` first
+    (the run's `--model` order), then as style.model_order."""
     df = latest_runs(df)
     datasets = ps.ordered(df["dataset"], ps.DATASET_NAMES)
-    models = ps.ordered(df["model"], ps.MODEL_NAMES)
+    models = ps.model_order(df["model"], order)
     methods = method_order(df)
     styles, labels = ps.method_styles(methods), method_labels(df)
     names = [ps.tex_safe(labels[m]) for m in methods]
     ncols = ps.legend_columns(names, ps.ACL_FULL_WIDTH)
-    height = HEIGHT + LEGEND_ROW * math.ceil(len(methods) / ncols)  # room for every legend row
+    height = HEIGHT + LEGEND_ROW * (1 + math.ceil(len(methods) / ncols))  # every legend row
     fig = Figure(figsize=(ps.ACL_FULL_WIDTH, height), layout="constrained")
     axes = fig.subplots(1, len(datasets), sharey=True, squeeze=False)[0]
     for ax, dataset in zip(axes, datasets, strict=True):
@@ -46,7 +50,13 @@ def macro_f1_figure(df: pd.DataFrame) -> Figure:
         ax.set_title(ps.tex_safe(ps.dataset_name(dataset)))
     axes[0].set_ylabel("Macro F1")
     handles = [Patch(label=name, **styles[m]) for m, name in zip(methods, names, strict=True)]
-    fig.legend(handles=handles, loc="outside upper center", ncols=ncols, frameon=False)
+    fig.legend(
+        handles=handles,
+        loc="outside upper center",
+        ncols=ncols,
+        frameon=False,
+        title=ps.METHOD_LEGEND_TITLE,
+    )
     return fig
 
 

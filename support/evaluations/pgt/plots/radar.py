@@ -38,22 +38,28 @@ def plot_recall_radar(
     out_dir: Path,
     models: Sequence[str] | None = None,
     method: str | None = None,
+    order: Sequence[str] = (),
 ) -> list[Path]:
-    """Write recall_radar.pdf and .png; [] (with the reason logged) when nothing can be drawn."""
+    """Write recall_radar.pdf and .png; [] (with the reason logged) when nothing can be drawn.
+    `order`: the models' order (style.model_order)."""
     try:
         with ps.publication_style():
-            fig = recall_radar_figure(df, models, method)
+            fig = recall_radar_figure(df, models, method, order)
             return ps.save_figure(fig, out_dir, "recall_radar")
     except ps.NotEnoughData as e:
         return ps.skip("recall_radar", str(e))
 
 
 def recall_radar_figure(
-    df: pd.DataFrame, models: Sequence[str] | None = None, method: str | None = None
+    df: pd.DataFrame,
+    models: Sequence[str] | None = None,
+    method: str | None = None,
+    order: Sequence[str] = (),
 ) -> Figure:
-    """The radar figure (ACL full width); NotEnoughData when no panel can be drawn."""
+    """The radar figure (ACL full width); NotEnoughData when no panel can be drawn. Models (and
+    their colors) in `order` first (the run's `--model` order), then as style.model_order."""
     chosen = chosen_rows(df, models, method)
-    drawn = ps.ordered(chosen["model"], ps.MODEL_NAMES)
+    drawn = ps.model_order(chosen["model"], order)
     panels = panel_tables(chosen, drawn)
     if not panels:
         raise ps.NotEnoughData("no per-generator recall in the selected results")

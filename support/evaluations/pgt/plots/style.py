@@ -76,6 +76,8 @@ DATASET_NAMES = {
     "genimage-2k": "GenImage-2k",
 }
 METHOD_NAMES = {"baseline": "Baseline", "cot": "CoT", "s2": "S2"}
+# what a method's display name says (method_name), above the legends that list methods
+METHOD_LEGEND_TITLE = "phrase (phrase mode, n = responses voted)"
 # The source's phrase modes, in its order; prefill is the default (left out of method keys)
 MODES = ("prefill", "prefill-pseudo-system", "prefill-pseudo-user", "prompt", "instruct")
 DEFAULT_MODE = "prefill"
@@ -94,8 +96,10 @@ def dataset_name(dataset: str) -> str:
 
 
 def method_name(phrase: str, mode: str | None = None, n: int = 1) -> str:
-    """Display name of a method: 'CoT', 'CoT (prompt)', 'S2 (n=5)', 'S2 (instruct, n=5)'."""
-    extras = [mode] if isinstance(mode, str) and mode != DEFAULT_MODE else []  # None/NaN: none
+    """Display name of a method, its phrase mode always named (the default, prefill, too: a
+    bare 'CoT' would hide it): 'Baseline', 'CoT (prefill)', 'CoT (prompt)', 'S2 (prefill,
+    n=5)', 'S2 (instruct, n=5)'. Baseline has no phrase, so no mode (None)."""
+    extras = [mode] if isinstance(mode, str) else []  # None/NaN: no phrase mode
     extras += [f"n={n}"] if n > 1 else []
     base = METHOD_NAMES.get(phrase, phrase)
     return f"{base} ({', '.join(extras)})" if extras else base
@@ -103,8 +107,14 @@ def method_name(phrase: str, mode: str | None = None, n: int = 1) -> str:
 
 def ordered(names: Iterable[str], known: Iterable[str]) -> list[str]:
     """The distinct names: those in `known` in its order first, then the others sorted."""
-    names, known = set(names), list(known)
+    names, known = set(names), list(dict.fromkeys(known))
     return [k for k in known if k in names] + sorted(names - set(known))
+
+
+def model_order(names: Iterable[str], order: Iterable[str] = ()) -> list[str]:
+    """The distinct models: those in `order` first (the run's `--model` order), then the known
+    models in MODEL_NAMES order, then the others sorted."""
+    return ordered(names, [*order, *MODEL_NAMES])
 
 
 def method_styles(methods: Iterable[str]) -> dict[str, dict]:

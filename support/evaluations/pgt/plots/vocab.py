@@ -7,10 +7,12 @@ reasoning_response as text; label: extracted_prediction == "ai-generated". Unpar
 are fewer than MIN_DF_DOCS documents; words of 2 to MAX_WORD_CHARS word characters: sklearn's own
 pattern bounded, since a 1 MB answer is one "word" whose tick label hung matplotlib's layout).
 A logistic regression (L2, C=1) fit on all documents pooled over datasets, models and methods;
-the top_k words by positive coefficient are drawn as horizontal bars of that length, split into
-one segment per method in proportion to the share of that method's documents containing the word
-(shares, not counts, so that an n=5 method's five times more documents do not outweigh the
-others).
+the top_k words by positive coefficient are drawn as horizontal bars of that length, one bar a
+word (the fit is pooled: a word has one coefficient, not one per method), and beside them a
+heatmap of the share of each method's documents containing the word (shares, not counts, so
+that an n=5 method's five times more documents do not outweigh the others). vocab_lr.csv also
+keeps `segment:<method>`, the coefficient split in proportion to those shares, as it always
+has; the figure no longer stacks them (a sum across prompt variants means nothing).
 
 A reasoning file's dataset, model, phrase, mode and n come from its folders (the layout in
 plot_data).
@@ -18,14 +20,12 @@ plot_data).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
 from support.evaluations.pgt.plots import style as ps
 from support.evaluations.pgt.plots.data import (
@@ -43,6 +43,10 @@ from support.files import spreadsheet_safe
 POSITIVE = "ai-generated"
 MIN_DF_DOCS = 10
 BAR_HEIGHT = 0.7
+HEATMAP_ROW = 0.16  # inches per word (7 pt tick labels)
+COEFFICIENT_COLOR = "#7F7F7F"  # grey: the pooled fit belongs to no method
+SHARE_CMAP = "Blues"
+MAX_PRINTED_METHODS = 12  # more heatmap columns than this: shares are not printed in the cells
 
 
 def plot_vocab_lr(
@@ -131,29 +135,60 @@ def _with_method_segments(table: pd.DataFrame, x, docs: pd.DataFrame) -> pd.Data
 
 
 def vocab_figure(weights: pd.DataFrame, labels: dict[str, str] | None = None) -> Figure:
-    """Stacked horizontal bars (ACL column width), the strongest word on top; `labels`: display
-    names of the method keys."""
-    methods = [c.removeprefix("segment:") for c in weights if c.startswith("segment:")]
+    """Two panels sharing the words (ACL full width), the strongest word on top: left, each
+    word's coefficient as one bar (the fit pools every method, so a word has one coefficient);
+    right, a heatmap of the share of each method's documents containing the word (`share:`
+    columns), a column per method labelled with its display name (`labels`), shares printed in
+    the cells. No legend over the data: the methods are the heatmap's column labels and the
+    colorbar says what a shade is."""
+    methods = [c.removeprefix("share:") for c in weights if c.startswith("share:")]
     labels = labels or {}
-    styles = ps.method_styles(methods)
     names = [ps.tex_safe(labels.get(m, m)) for m in methods]
-    ncols = ps.legend_columns(names, ps.ACL_COLUMN_WIDTH)
-    height = 0.6 + 0.13 * len(weights) + 0.17 * math.ceil(len(methods) / ncols)  # inches
-    fig = Figure(figsize=(ps.ACL_COLUMN_WIDTH, height), layout="constrained")
-    ax = fig.subplots()
+    shares = (
+        weights[[f"share:{m}" for m in methods]].to_numpy(dtype=float).reshape(len(weights), -1)
+    )
+    longest = max(map(len, names), default=1)  # characters: room for the rotated column labels
+    height = 0.5 + HEATMAP_ROW * len(weights) + 0.06 * longest  # inches
+    heat_width = max(1.0, 0.3 * len(methods))  # relative to the coefficient panel's 1.5
+    fig = Figure(figsize=(ps.ACL_FULL_WIDTH, height), layout="constrained")
+    coef_ax, heat_ax = fig.subplots(
+        1, 2, sharey=True, gridspec_kw={"width_ratios": [1.5, heat_width]}
+    )
     y = np.arange(len(weights))
-    left = np.zeros(len(weights))
-    for m in methods:
-        part = weights[f"segment:{m}"].to_numpy(dtype=float)
-        ax.barh(y, part, BAR_HEIGHT, left=left, **styles[m])
-        left += part
-    ax.set_yticks(y, [ps.tex_safe(w) for w in weights["word"]])
-    ax.invert_yaxis()
-    ax.set_xlabel("LR coefficient (toward ai-generated)")
-    ax.grid(axis="x", alpha=ps.GRID_ALPHA, color=ps.GRID_COLOR, linestyle=ps.GRID_LINESTYLE)
-    ax.set_axisbelow(True)
-    handles = [Patch(label=name, **styles[m]) for m, name in zip(methods, names, strict=True)]
-    fig.legend(handles=handles, loc="outside upper center", ncols=ncols, frameon=False)
+    coef_ax.barh(
+        y,
+        weights["coefficient"].to_numpy(dtype=float),
+        BAR_HEIGHT,
+        color=COEFFICIENT_COLOR,
+        edgecolor="black",
+        linewidth=ps.BAR_EDGE_WIDTH,
+    )
+    coef_ax.set_yticks(y, [ps.tex_safe(w) for w in weights["word"]])
+    coef_ax.set_ylim(len(weights) - 0.5, -0.5)  # the strongest word on top
+    coef_ax.set_xlabel("LR coefficient\n(toward ai-generated)")
+    coef_ax.set_title("One fit, all methods pooled")
+    coef_ax.grid(axis="x", alpha=ps.GRID_ALPHA, color=ps.GRID_COLOR, linestyle=ps.GRID_LINESTYLE)
+    coef_ax.set_axisbelow(True)
+    image = heat_ax.imshow(
+        shares, aspect="auto", cmap=SHARE_CMAP, vmin=0, vmax=1, interpolation="nearest"
+    )
+    heat_ax.set_xticks(np.arange(len(methods)), names, rotation=45, ha="right")
+    heat_ax.tick_params(axis="y", left=False)
+    heat_ax.set_title("Share of each method's responses with the word")
+    heat_ax.set_xlabel(ps.tex_safe(f"method: {ps.METHOD_LEGEND_TITLE}"))
+    if len(methods) <= MAX_PRINTED_METHODS:
+        for (i, j), share in np.ndenumerate(shares):
+            heat_ax.text(
+                j,
+                i,
+                f"{share:.2f}".lstrip("0") if share < 1 else "1",
+                ha="center",
+                va="center",
+                fontsize=ps.ANNOTATION_FONT_SIZE - 1,
+                color="white" if share > 0.6 else "black",
+            )
+    bar = fig.colorbar(image, ax=heat_ax, fraction=0.08, pad=0.02)
+    bar.set_label("share")
     return fig
 
 
