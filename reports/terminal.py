@@ -66,9 +66,14 @@ class PrintableLines:
 
 
 def printable_report(report: Any) -> None:
-    """A failed test report, changed in place so pytest prints no escape sequence: its failure
-    text (a pipeline error, an exception quoting an earlier round's error) and its captured
-    sections made `printable`. A failure whose text needs no change keeps pytest's own repr."""
+    """A failed or skipped test report, changed in place so pytest prints no escape sequence:
+    its failure text (a pipeline error, an exception quoting an earlier round's error) or skip
+    reason (a later round skipped quoting it) and its captured sections made `printable`. A
+    failure whose text needs no change keeps pytest's own repr."""
+    skip = getattr(report, "longrepr", None)
+    if getattr(report, "skipped", False) and isinstance(skip, tuple) and len(skip) == 3:
+        report.longrepr = (skip[0], skip[1], printable(str(skip[2])))
+        return
     if not getattr(report, "failed", False):
         return
     text = report.longreprtext

@@ -41,6 +41,7 @@ class CallLog:
     responses: list[Response] = field(default_factory=list)
     unanswered: list[SendCount] = field(default_factory=list)
     forks: list[CallLog] = field(default_factory=list)
+    first: Request | None = None  # the first request asked, answered or not
 
     @property
     def failed(self) -> int:
@@ -54,18 +55,22 @@ class CallLog:
     def whole(self) -> CallLog:
         """This log with its forks' calls (recursively): all that a case which broke sent."""
         out = CallLog(list(self.requests), list(self.responses), list(self.unanswered))
+        out.first = self.first
         for fork in self.forks:
             found = fork.whole()
             out.requests += found.requests
             out.responses += found.responses
             out.unanswered += found.unanswered
+            out.first = out.first or found.first
         return out
 
     def bookkeeping(self) -> dict[str, object]:
         """The Outcome fields the core fills in from these calls."""
         rs = self.responses
+        # the first answered request, else (a case whose requests all failed) the first asked
+        first = self.requests[0] if self.requests else self.first
         return {
-            "prompt_hash": self.requests[0].digest() if self.requests else "",
+            "prompt_hash": first.digest() if first else "",
             "latency_s": sum(r.latency_s for r in rs),  # model seconds, summed over calls
             "cached": bool(rs) and all(r.cached for r in rs),
             "usage": sum((r.usage for r in rs), Usage()),
@@ -100,6 +105,8 @@ class LoggedClient:
         self.log = CallLog()
 
     async def generate(self, request: Request) -> Response:
+        if self.log.first is None:
+            self.log.first = request
         with counting_sends() as count:
             # counted until answered: a request that went out counts as sent, failed or not
             self.log.unanswered.append(count)

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from rounds_runs import CONFTEST, TEST_MODULE, plant_rounds, rounds_args
 
 # the data checks' lazy imports, made at collection: a module first imported during a pytester
 # test is dropped afterwards, and numpy's extensions cannot be imported a second time
@@ -30,22 +31,6 @@ SECRET = "sk-first-contact-0123456789"  # a key value that must never be printed
 PYTHONPATH = os.environ.get("PYTHONPATH", "")
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
-CONFTEST = """
-from support import evaluations
-
-evaluations.register("rounds", "rounds_evaluation:SPEC")
-pytest_plugins = ["fixtures.suite"]
-"""
-TEST_MODULE = """
-import pytest
-
-pytestmark = pytest.mark.evaluation("rounds")
-
-
-def test_rounds(outcomes, judge):
-    judge(outcomes)
-"""
-
 
 @pytest.fixture
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,23 +41,10 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def rounds(pytester: pytest.Pytester, tmp_path: Path, no_keys: None):
     """rounds(*args) -> RunResult: the small rounds evaluation through the real suite."""
-    shutil.copy(HERE / "rounds_evaluation.py", pytester.path / "rounds_evaluation.py")
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_rounds=TEST_MODULE)
+    plant_rounds(pytester)
 
     def _run(*args: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess(
-            f"--cache-dir={tmp_path / 'cache'}",
-            f"--results-dir={tmp_path / 'results'}",
-            "--run-id=r",
-            "--bootstrap=0",
-            "--rounds=1",
-            "--rounds-batch=2",
-            "-p",
-            "no:cacheprovider",
-            *args,
-            timeout=120,
-        )
+        return pytester.runpytest_subprocess(*rounds_args(tmp_path), *args, timeout=120)
 
     return _run
 

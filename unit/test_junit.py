@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 from _pytest.junitxml import families
+from rounds_runs import plant_rounds, rounds_args
 
 pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
 
@@ -196,12 +196,8 @@ def test_junit_is_valid_for_jenkins_junit10_and_pytest_xunit2(runs, mode):
 
 # -- the run's checks: gates, dry runs, nothing evaluated (rounds, pytester) -------------------
 
-ROUNDS_CONFTEST = """
-from support import evaluations
+GONE_PROVIDER = """
 from support.backends.base import Backend, BackendUnavailable, register_provider
-
-evaluations.register("rounds", "rounds_evaluation:SPEC")
-pytest_plugins = ["fixtures.suite"]
 
 
 @register_provider
@@ -214,15 +210,6 @@ class Gone(Backend):
     def create(cls, name, model_id, opts):
         raise BackendUnavailable(f"{name}: its device is taken")
 """
-ROUNDS_TEST = """
-import pytest
-
-pytestmark = pytest.mark.evaluation("rounds")
-
-
-def test_rounds(outcomes, judge):
-    judge(outcomes)
-"""
 GATES = "vlmbench.gates"
 KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
@@ -233,26 +220,14 @@ def rounds(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monkey
     sequences), with the repository's JUnit settings (pytest.ini)."""
     for var in (*KEY_VARS, "VLMBENCH_CACHE_DIR"):
         monkeypatch.delenv(var, raising=False)
-    shutil.copy(REPO / "unit" / "rounds_evaluation.py", pytester.path / "rounds_evaluation.py")
-    pytester.makeconftest(ROUNDS_CONFTEST)
-    pytester.makepyfile(test_rounds=ROUNDS_TEST)
+    plant_rounds(pytester, GONE_PROVIDER)
     ini = [line for line in (REPO / "pytest.ini").read_text().splitlines() if "junit" in line]
     pytester.makefile(".ini", pytest="\n".join(["[pytest]", *ini]))
 
     def _run(*args: str) -> tuple[pytest.RunResult, ET.Element, Path]:
         xml = pytester.path / "junit.xml"
         result = pytester.runpytest_subprocess(
-            f"--cache-dir={tmp_path / 'cache'}",
-            f"--results-dir={tmp_path / 'results'}",
-            "--run-id=r",
-            "--bootstrap=0",
-            "--rounds=1",
-            "--rounds-batch=2",
-            f"--junitxml={xml}",
-            "-p",
-            "no:cacheprovider",
-            *args,
-            timeout=120,
+            *rounds_args(tmp_path), f"--junitxml={xml}", *args, timeout=120
         )
         assert xml.exists(), result.stdout.str()[-3000:]
         xmlschema.XMLSchema(SCHEMA).validate(xml)  # Jenkins' junit-10.xsd, every shape

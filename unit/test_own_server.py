@@ -6,12 +6,12 @@ Against the loopback server (support/testing/loopback.py) and a closed port on 1
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import time
 from pathlib import Path
 
 import pytest
+from rounds_runs import plant_rounds, rounds_args
 
 from support.backends import preflight as pf
 from support.backends.base import BackendError, BackendOptions
@@ -34,21 +34,6 @@ VARIABLES = {  # provider -> the variable its key is read from
     "anthropic": "ANTHROPIC_API_KEY",
     "google": "GEMINI_API_KEY",
 }
-CONFTEST = """
-from support import evaluations
-
-evaluations.register("rounds", "rounds_evaluation:SPEC")
-pytest_plugins = ["fixtures.suite"]
-"""
-TEST_MODULE = """
-import pytest
-
-pytestmark = pytest.mark.evaluation("rounds")
-
-
-def test_rounds(outcomes, judge):
-    judge(outcomes)
-"""
 
 
 @pytest.fixture
@@ -252,25 +237,10 @@ def test_an_answered_request_is_counted_once_and_a_cached_one_not_at_all(tmp_pat
 def rounds(pytester: pytest.Pytester, tmp_path: Path):
     """rounds(*args) -> RunResult: the small rounds evaluation (2 sequences x 1 round x 2
     tasks: 4 requests) through the real suite, in a subprocess."""
-    shutil.copy(HERE / "rounds_evaluation.py", pytester.path / "rounds_evaluation.py")
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_rounds=TEST_MODULE)
 
     def _run(*args: str, conftest_head: str = "") -> pytest.RunResult:
-        if conftest_head:
-            pytester.makeconftest(conftest_head + CONFTEST)
-        return pytester.runpytest_subprocess(
-            f"--cache-dir={tmp_path / 'cache'}",
-            f"--results-dir={tmp_path / 'results'}",
-            "--run-id=r",
-            "--bootstrap=0",
-            "--rounds=1",
-            "--rounds-batch=2",
-            "-p",
-            "no:cacheprovider",
-            *args,
-            timeout=180,
-        )
+        plant_rounds(pytester, conftest_head)
+        return pytester.runpytest_subprocess(*rounds_args(tmp_path), *args, timeout=180)
 
     return _run
 

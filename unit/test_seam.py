@@ -5,50 +5,25 @@ and under xdist; its items are rounds that wait for each other and yield many ou
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from rounds_evaluation import N_TASKS, SEQUENCES, next_tasks, truth
+from rounds_runs import plant_rounds, rounds_args
 
 HERE = Path(__file__).parent
-
-CONFTEST = """
-from support import evaluations
-
-evaluations.register("rounds", "rounds_evaluation:SPEC")  # before the suite's plugins load
-pytest_plugins = ["fixtures.suite"]
-"""
-TEST_MODULE = """
-import pytest
-
-pytestmark = pytest.mark.evaluation("rounds")
-
-
-def test_rounds(outcomes, judge):
-    judge(outcomes)
-"""
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, tmp_path: Path):
     """suite(*args, run_id=...) -> (RunResult, raw rows): the rounds evaluation, in a folder of
     its own that holds nothing of the suite but the registering conftest."""
-    shutil.copy(HERE / "rounds_evaluation.py", pytester.path / "rounds_evaluation.py")
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_rounds=TEST_MODULE)
+    plant_rounds(pytester)
 
     def _run(*args: str, run_id: str = "r"):
         result = pytester.runpytest_subprocess(
-            f"--cache-dir={tmp_path / 'cache'}",
-            f"--results-dir={tmp_path / 'results'}",
-            f"--run-id={run_id}",
-            "--bootstrap=100",
-            "-p",
-            "no:cacheprovider",
-            *args,
-            timeout=300,
+            *rounds_args(tmp_path, run_id, bootstrap=100, one_round=False), *args, timeout=300
         )
         path = tmp_path / "results" / "rounds" / run_id / "raw_results.jsonl"
         rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
