@@ -155,9 +155,9 @@ class ReportPlugin:
         earlier = self.earlier.get(name)
         if earlier is None:
             return new, completion
-        from reports.resume import earlier_outcomes, merged
+        from reports.resume import merged
 
-        before = earlier_outcomes(earlier.folder)
+        before = earlier.outcomes
         keys = {(o.model, o.case_id) for o in new}
         kept = [o for o in before if (o.model, o.case_id) not in keys]
         return tuple(merged(before, new)), dataclasses.replace(

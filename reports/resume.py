@@ -42,10 +42,13 @@ REPLACED = {"--lf": 0, "--last-failed": 0, "--resume": 1, "--run-id": 1}
 
 @dataclass(frozen=True)
 class Earlier:
-    """One evaluation's earlier run: its folder and whether its own run was complete."""
+    """One evaluation's earlier run: its folder, whether its own run was complete, and its
+    outcomes (read at session start: a row that cannot be read is a usage error then, never a
+    failure after this session's answers came in)."""
 
     folder: Path
     complete: bool
+    outcomes: tuple[Outcome, ...] = ()
 
 
 def earlier_runs(run: RunSettings, names: Iterable[str], resume: str) -> dict[str, Earlier]:
@@ -60,7 +63,7 @@ def earlier_runs(run: RunSettings, names: Iterable[str], resume: str) -> dict[st
         manifest = read_manifest(folder)
         check_same_rules(name, manifest.get("run", {}), run, resume)
         complete = bool(manifest.get("completion", {}).get("complete", False))
-        found[name] = Earlier(folder, complete)
+        found[name] = Earlier(folder, complete, tuple(earlier_outcomes(folder)))
     if not found:
         where = ", ".join(str(run.results_dir / n / resume / RAW) for n in names)
         known = sorted(
@@ -114,41 +117,47 @@ def earlier_outcomes(folder: Path) -> list[Outcome]:
     how = calls_rows(folder / CALLS)
     out = []
     path = folder / RAW
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                row.update(how.get((row["model"], row["case_id"]), {}))
-                out.append(Outcome.from_json(row))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(
-                    f"--resume: {path} line {number}: not an outcome ({exc})"
-                ) from None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--resume: {path} cannot be read ({exc})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            row.update(how.get((row["model"], row["case_id"]), {}))
+            out.append(Outcome.from_json(row))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"--resume: {path} line {number}: not an outcome ({exc})") from None
     return out
 
 
 def calls_rows(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     """calls.csv by (model, case id): its bookkeeping (support.files.RUN_FIELDS and the batch
-    usage) as Outcome fields ({} when the file is missing: the bookkeeping is then the defaults)."""
+    usage) as Outcome fields ({} when the file is missing: the bookkeeping is then the defaults;
+    a row without it keeps the defaults). ValueError naming the file it cannot be read."""
     if not path.is_file():
         return {}
     out = {}
-    with path.open(encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            try:
-                fields: dict[str, Any] = {
-                    "latency_s": float(row["latency_s"]),
-                    "backend_calls": int(row["backend_calls"]),
-                    "cache_hits": int(row["cache_hits"]),
-                    "cached": row["cached"] == "True",
-                }
-                if all(row.get(c) for c in BATCH_COLUMNS):
-                    fields["batch_usage"] = Usage(*(int(row[c]) for c in BATCH_COLUMNS)).to_json()
-            except (KeyError, ValueError):
-                continue  # a row without bookkeeping: the defaults
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"--resume: {path} cannot be read ({exc})") from None
+    for row in rows:
+        try:
+            fields: dict[str, Any] = {
+                "latency_s": float(row["latency_s"]),
+                "backend_calls": int(row["backend_calls"]),
+                "cache_hits": int(row["cache_hits"]),
+                "cached": row["cached"] == "True",
+            }
+            if all(row.get(c) for c in BATCH_COLUMNS):
+                fields["batch_usage"] = Usage(*(int(row[c]) for c in BATCH_COLUMNS)).to_json()
             out[(row["model"], row["case_id"])] = fields
+        except (KeyError, ValueError, TypeError):
+            continue  # a row without bookkeeping: the defaults
     return out
 
 

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from reports.result import Completion
-from reports.resume import rerun_command
+from reports.resume import earlier_runs, rerun_command
+from support.settings import RunSettings
 from support.testing.loopback import Faults, LoopbackServer, ScriptRequest
+from support.types import Outcome
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-loopback-SECRET-resume-5e1c0b7a92"
@@ -154,6 +156,26 @@ def test_resume_is_a_usage_error_for_a_missing_run_or_other_rules(
         other = pytest_run([*args, "--resume=m", "--compat=source"])
     assert other.returncode == 4
     assert "--resume m: pointing was run with other " in other.stderr, other.stderr
+
+
+def test_an_earlier_run_that_cannot_be_read_is_named_at_the_start(tmp_path: Path) -> None:
+    """Its outcomes are read before collection: a broken row is a usage error naming the file
+    and line then, never a failure at session finish that would cost this session's answers."""
+    run = RunSettings(results_dir=tmp_path, run_id="r")
+    folder = tmp_path / "nyu_distance" / "r"
+    folder.mkdir(parents=True)
+    row = Outcome("c1-oracle", "nyu_distance", "oracle", "correct").to_json()
+    (folder / "raw_results.jsonl").write_text(json.dumps(row) + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"raw_results.jsonl line 2: not an outcome"):
+        earlier_runs(run, ["nyu_distance"], "r")
+    (folder / "raw_results.jsonl").write_text(json.dumps(row) + "\n")
+    (folder / "calls.csv").write_bytes(b"model,case_id\n\xff\xfe\n")
+    with pytest.raises(ValueError, match=r"calls.csv cannot be read"):
+        earlier_runs(run, ["nyu_distance"], "r")
+    (folder / "calls.csv").unlink()
+    found = earlier_runs(run, ["nyu_distance", "pgt"], "r")
+    assert list(found) == ["nyu_distance"]
+    assert found["nyu_distance"].outcomes[0].case_id == "c1-oracle"
 
 
 def test_the_rerun_command_replaces_the_run_options_and_pastes_back() -> None:
