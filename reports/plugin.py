@@ -61,6 +61,7 @@ class ReportPlugin:
         self.earlier: dict[str, Earlier] = {}
         self.started = time.time()  # epoch s, at configure: the manifest's session start
         self.result: RunResult | None = None  # built once, at session finish
+        self.gate_checks: list[GateCheck] = []  # each gate checked, at session finish
         # evaluation -> case_id -> outcome, evaluations in the order their first outcome arrived
         self._outcomes: dict[str, dict[str, Outcome]] = {}
         self._engine_stats: dict[str, list[Mapping[str, Any]]] = {}  # process -> per-model
@@ -125,7 +126,7 @@ class ReportPlugin:
         if results and getattr(session.config, "cache", None) is not None:  # for a later --lf
             session.config.cache.set(LAST_RUN_KEY, self.run.run_id)
         # each gate on its own: one JUnit test a gate (fixtures.junit), counted on the terminal
-        self.gate_checks: list[GateCheck] = check_gates(self.gates, headlines(results))
+        self.gate_checks = check_gates(self.gates, headlines(results))
         self.result = RunResult(
             results,
             completion,

@@ -32,18 +32,17 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
     for line in terminal.batch_lines(result.engine_stats):
         tr.write_line(line)
     partial = {r.name: r.completion.partial_line() for r in result.evaluations}
+    if len(set(partial.values())) == 1:  # every evaluation's the same: said once, unnamed
+        partial = {"": next(iter(partial.values()))}
     for name, line in partial.items():
-        if line is None:
-            continue
-        which = "" if len(set(partial.values())) == 1 else f"{name}: "
-        tr.write_line(
-            f"vlmbench: {which}{line}; the result files say so (report.md, manifest.json "
-            "completion)",
-            red=True,
-            bold=True,
-        )
-        if not which:
-            break
+        if line is not None:
+            which = f"{name}: " if name else ""
+            tr.write_line(
+                f"vlmbench: {which}{line}; the result files say so (report.md, manifest.json "
+                "completion)",
+                red=True,
+                bold=True,
+            )
     for r in result.evaluations:
         for why in r.unwritten:
             tr.write_line(f"vlmbench: {r.name}: NOT WRITTEN: {why}", red=True, bold=True)

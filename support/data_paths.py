@@ -21,9 +21,10 @@ from pathlib import Path
 
 from support.evaluation import OptionError
 from support.file_hashes import HASH_MEMO
+from support.settings import RunSettings
 
 SYNTHETIC_FIX = "or leave the option out for the synthetic sample"
-CACHE_NAME = ".vlmbench-cache"  # the cache folder's default name (RunSettings.cache_dir)
+CACHE_NAME = RunSettings().cache_dir.name  # the cache folder's default name, .vlmbench-cache
 SYNTHETIC_DIR = "synthetic"  # the samples vlmbench builds, in its cache folder
 SKIPPED = f"{CACHE_NAME}/ and macOS __MACOSX/ folders are skipped"
 
