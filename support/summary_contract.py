@@ -2,7 +2,9 @@
 provide (`Summary`), checked when the core loads it (`checked_summary`).
 
 A summary is a module (or an object, e.g. support.reporting:BINARY) with `summarize`, `headline`
-and `write_outputs`, and optionally `KEY_METRICS`, `COMPARISONS` and `comparisons`. The core
+and `write_outputs`, and optionally `KEY_METRICS`, `COMPARISONS`, `comparisons` and
+`score_outcomes` (scores that need a model loaded once a run: added on the controller before
+raw_results.jsonl is written). The core
 never reads a summary by `getattr`: `checked_summary` turns it into a `LoadedSummary`, whose
 optional members hold their defaults where the summary has none, and refuses a summary that
 breaks the contract with a `SummaryContractError` naming the module and the member.
@@ -94,11 +96,14 @@ class Summary(Protocol):
     any mix of outcomes, all errors and zero cases included. The optional members default to
     None: `KEY_METRICS`, the metrics of the terminal's brief table; for comparisons.csv a
     `COMPARISONS` spec or a `comparisons(outcomes, requested, n_resamples, seed)` function
-    (support.comparisons.pairing)."""
+    (support.comparisons.pairing); `score_outcomes(outcomes, ctx)`, the outcomes with scores
+    added that need a model loaded once a run on the controller (surgvqa's BERTScore and NLI):
+    the core calls it before writing raw_results.jsonl, so every file holds them."""
 
     KEY_METRICS: ClassVar[Sequence[str] | None] = None
     COMPARISONS: ClassVar[Comparisons | None] = None
     comparisons: ClassVar[Callable[..., tuple[pd.DataFrame, list[str]]] | None] = None
+    score_outcomes: ClassVar[Callable[..., list[Outcome]] | None] = None
 
     def summarize(self, outcomes: Sequence[Outcome], ctx: SummaryContext) -> pd.DataFrame:
         """The summary table (`m`, `m_lo`, `m_hi` columns): summary.csv."""
@@ -132,6 +137,14 @@ class LoadedSummary:
     KEY_METRICS: tuple[str, ...] | None = None
     COMPARISONS: Comparisons | None = None
     comparisons: Callable[..., tuple[pd.DataFrame, list[str]]] | None = None
+    score_outcomes: Callable[[Sequence[Outcome], SummaryContext], list[Outcome]] | None = None
+
+    def scored(self, outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Outcome]:
+        """The outcomes with the summary's controller-side scores added (`score_outcomes`; the
+        outcomes as they are when it has none)."""
+        if self.score_outcomes is None:
+            return list(outcomes)
+        return list(self.score_outcomes(outcomes, ctx))
 
     def compared(
         self,
@@ -182,6 +195,9 @@ def checked_summary(found: object, where: str) -> LoadedSummary:
     own = getattr(found, "comparisons", None)
     if own is not None and not callable(own):
         raise broken("comparisons", "is not a function")
+    scorer = getattr(found, "score_outcomes", None)
+    if scorer is not None and not callable(scorer):
+        raise broken("score_outcomes", "is not a function")
     return LoadedSummary(
         where,
         found.summarize,  # type: ignore[attr-defined]
@@ -190,4 +206,5 @@ def checked_summary(found: object, where: str) -> LoadedSummary:
         tuple(key) if key is not None else None,
         spec,
         own,
+        scorer,
     )

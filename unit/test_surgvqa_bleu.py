@@ -15,12 +15,12 @@ from surgvu_writeup import PRINTED_MAX, PRINTED_MEAN, PRINTED_SCORES, QUESTION, 
 from support.evaluations.surgvqa.bleu import (
     is_yes_no_question,
     max_bleu,
-    metrics_json,
     reference_scores,
     tokens,
     yes_no,
     yes_no_truth,
 )
+from support.evaluations.surgvqa.leaderboard import metrics_json
 
 # the printed reference tokens: lower case, punctuation removed
 PRINTED_TOKENS = [
@@ -105,13 +105,19 @@ def test_writeup_max_for_every_spelling_of_no(candidate: str) -> None:
 
 def test_writeup_aggregate_json() -> None:
     # the write-up's example: three questions scoring 0, 0.1778..., 0.1778...
-    out = metrics_json([0.0, PRINTED_MAX, PRINTED_MAX])
+    rows = [(f"case{k}", {"bleu": s}) for k, s in enumerate((0.0, PRINTED_MAX, PRINTED_MAX))]
+    out = metrics_json(rows, ["bleu"])
     assert out["aggregates"]["bleu_score"] == 0.11855196066926153 == PRINTED_MEAN
     assert json.loads(json.dumps(out)) == {
-        "results": [{"bleu_score": 0}, {"bleu_score": PRINTED_MAX}, {"bleu_score": PRINTED_MAX}],
+        "results": [
+            {"case_id": "case0", "bleu_score": 0},
+            {"case_id": "case1", "bleu_score": PRINTED_MAX},
+            {"case_id": "case2", "bleu_score": PRINTED_MAX},
+        ],
         "aggregates": {"bleu_score": PRINTED_MEAN},
     }
-    assert metrics_json([]) == {"results": []}  # no aggregates without results, as the evaluator
+    # no aggregates without results, as the evaluator
+    assert metrics_json([], ["bleu"]) == {"results": []}
 
 
 @pytest.mark.parametrize("candidate", ["", "   ", "...", "?!", None, 42, "“No”"])

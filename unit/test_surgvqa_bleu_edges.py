@@ -12,7 +12,6 @@ from support.evaluations.surgvqa.bleu import (
     candidate_cut,
     is_yes_no_question,
     max_bleu,
-    metrics_json,
     reference_scores,
     tokens,
     yes_no,
@@ -59,11 +58,7 @@ def test_candidate_cut_at_max_tokens() -> None:
     assert reference_scores([ref], head + "the stapler") == reference_scores([ref], head)
 
 
-def test_metrics_json_and_yes_no() -> None:
-    assert metrics_json([]) == {"results": []}  # no aggregates without results
-    got = metrics_json([0.5, 0.25])
-    assert got == {"results": [{"bleu_score": 0.5}, {"bleu_score": 0.25}],
-                   "aggregates": {"bleu_score": 0.375}}  # fmt: skip
+def test_tokens_and_yes_no() -> None:
     assert tokens("Tip-up, grasper!") == ["tipup", "grasper"] and tokens(None) == []
     assert [yes_no(t) for t in ("Yes, it was.", "no", "Nope", "", None)] == [
         "yes", "no", None, None, None

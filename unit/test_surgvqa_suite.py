@@ -75,7 +75,7 @@ def test_quick_run_oracle_reads_one_and_map_is_pycocotools(run, tmp_path):
         assert direct == json.loads((folder / "cocoeval.json").read_text())["stats"]["AP"]
         assert direct == pytest.approx(row["map"], abs=1e-6)  # summary.csv: 6 digits
         assert row["map_lo"] <= row["map"] <= row["map_hi"]
-        metrics = json.loads((folder / "vqa_metrics.json").read_text())
+        metrics = json.loads((folder / "metrics.json").read_text())
         bleus = [r["bleu_score"] for r in metrics["results"]]
         assert metrics["aggregates"]["bleu_score"] == pytest.approx(np.mean(bleus))
         vqa_bleu = head.loc[(model, "vqa")]["bleu"]
@@ -126,13 +126,17 @@ def test_writeup_numbers_through_the_suite(run, pytester, monkeypatch, tmp_path)
     assert by_case["vqa-case002"]["scores"]["reference_bleu"] == PRINTED_SCORES
     assert by_case["vqa-case003"]["scores"]["bleu"] == 0.1778279410038923
     folder = out / "by_model" / "scripted_answers_reply"
-    metrics = json.loads((folder / "vqa_metrics.json").read_text())
-    assert metrics["results"] == [
-        {"bleu_score": 0},
-        {"bleu_score": 0.1778279410038923},
-        {"bleu_score": 0.1778279410038923},
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert [(r["case_id"], r["bleu_score"]) for r in metrics["results"]] == [
+        ("case001", 0),
+        ("case002", 0.1778279410038923),
+        ("case003", 0.1778279410038923),
     ]
-    assert metrics["aggregates"] == {"bleu_score": PRINTED_MEAN}
+    assert metrics["aggregates"]["bleu_score"] == PRINTED_MEAN
+    # the official key order (evaluate.py's METRIC_KEYS), ROUGE with BLEU (no BERTScore model)
+    keys = ["bleu_score", "rouge1_score", "rouge2_score", "rougeL_score"]
+    assert list(metrics["aggregates"]) == keys
+    assert all(list(r) == ["case_id", *keys] for r in metrics["results"])
     assert set(metrics) == {"results", "aggregates"}  # the evaluator's file, nothing more
     csv_mean = pd.read_csv(out / "summary.csv").query("subset == 'all'")["bleu"].item()
     assert csv_mean == pytest.approx(PRINTED_MEAN, rel=1e-5)  # summary.csv: 6 digits

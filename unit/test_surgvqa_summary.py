@@ -269,8 +269,8 @@ def test_write_outputs_per_model(tmp_path: Path) -> None:
     assert s.model_dir(tmp_path, "hf:/x y") == tmp_path / "by_model" / "hf_x_y"
     assert written == [
         tmp_path / "metrics_by_model.png",  # the run folder's plot first
-        tmp_path / "by_model" / "hf_x_y" / "vqa_metrics.json",
-        tmp_path / "by_model" / "m" / "vqa_metrics.json",
+        tmp_path / "by_model" / "hf_x_y" / "metrics.json",
+        tmp_path / "by_model" / "m" / "metrics.json",
         tmp_path / "by_model" / "m" / "coco_ground_truth.json",
         tmp_path / "by_model" / "m" / "coco_results.json",
         tmp_path / "by_model" / "m" / "cocoeval.json",

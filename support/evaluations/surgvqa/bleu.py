@@ -5,8 +5,7 @@ computation, isi-challenges/surgvu26-category-2-eval-public, evaluation/evaluate
 normalised by deleting ASCII punctuation (`string.punctuation`), lower-casing and splitting on
 white space; each reference is scored alone with `sentence_bleu([ref], cand, weights=(0.25,) * 4,
 smoothing_function=SmoothingFunction().method1)`; a question scores the maximum of the five; the
-benchmark is the mean over questions, written as `{"results": [{"bleu_score": s}, ...],
-"aggregates": {"bleu_score": mean}}`.
+benchmark is the mean over questions (metrics.json: support.evaluations.surgvqa.leaderboard).
 
 Consequences kept on purpose (they are the official scorer's): "-" and "/" are deleted, not spaced
 ("tip-up" -> "tipup"); Unicode punctuation is not stripped; a one-word exact answer scores 0.1778
@@ -25,7 +24,6 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from typing import Any
 
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
@@ -40,12 +38,27 @@ _AUXILIARIES = frozenset(("is", "are", "was", "were", "do", "does", "did", "has"
                          "must"))  # fmt: skip
 
 
-def tokens(text: object) -> list[str]:
-    """The scorer's tokens: ASCII punctuation deleted, lower case, split on white space (any
-    non-text answer gives no tokens)."""
+def normalize(text: object) -> str:
+    """The official scorer's normalised text (evaluate.py's `normalize`): ASCII punctuation
+    deleted, lower case, stripped ("" for an answer that is not text)."""
     if not isinstance(text, str):
-        return []
-    return text.translate(_DELETE_PUNCTUATION).lower().strip().split()
+        return ""
+    return text.translate(_DELETE_PUNCTUATION).lower().strip()
+
+
+def tokens(text: object) -> list[str]:
+    """The scorer's tokens: the normalised text split on white space (any non-text answer gives
+    no tokens)."""
+    return normalize(text).split()
+
+
+def scored_text(candidate: object) -> str:
+    """The normalised candidate as the text-overlap metrics see it: whole, or, past
+    MAX_CANDIDATE_TOKENS tokens, its first tokens joined by single spaces (BLEU's cut, above)."""
+    text = normalize(candidate)
+    if candidate_cut(candidate):
+        return " ".join(text.split()[:MAX_CANDIDATE_TOKENS])
+    return text
 
 
 def reference_scores(references: Sequence[str], candidate: str) -> list[float]:
@@ -81,15 +94,6 @@ def best_reference(scores: Sequence[float]) -> tuple[float, int | None]:
         return 0.0, None
     best = max(range(len(scores)), key=lambda i: (scores[i], -i))
     return scores[best], best
-
-
-def metrics_json(scores: Sequence[float]) -> dict[str, Any]:
-    """The evaluator's metrics file: one `bleu_score` per question and their mean (no
-    `aggregates` without results, as the official code)."""
-    out: dict[str, Any] = {"results": [{"bleu_score": s} for s in scores]}
-    if scores:
-        out["aggregates"] = {"bleu_score": sum(scores) / len(scores)}
-    return out
 
 
 def is_yes_no_question(question: str) -> bool:

@@ -10,12 +10,25 @@ from typing import Any
 from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, holds_data
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.surgvqa.rules import PROFILES, WRITEUP, SurgvqaRules
+from support.evaluations.surgvqa.semantic import (
+    BERTSCORE_ID,
+    NLI_ID,
+    NO_BASELINE,
+    ModelNotFound,
+    ScoringModels,
+    find_models,
+)
 from support.settings import RunSettings
 
 VQA_FRAMES = 8  # frames of a question's clip shown to the model (30-s clips: one every ~4 s)
 BOX_FRAMES = ("model", "auto", "pixels", "norm1000", "gemini")
 # what --surgvqa-root must hold below it: a category-2 question or a category-1 video
 DATA_FILES = ("*_question.json", "*_fps1.mp4")
+# --surgvqa-metrics: 2025 = the write-up's BLEU; 2026 = the current official set (BERTScore-F1,
+# NLI entailment, NLI x BERT, BLEU, ROUGE-1/2/L); auto = 2026's metrics whose models are here
+METRIC_PROFILES = ("auto", "2025", "2026")
+ROUGE = ("rouge1", "rouge2", "rougeL")
+TEXT_METRICS = {"2025": ("bleu",), "2026": ("bleu", *ROUGE), "auto": ("bleu", *ROUGE)}
 
 
 @dataclass(frozen=True)
@@ -23,8 +36,14 @@ class SurgvqaSettings:
     root: str | None = None  # extracted SurgVU data; None: the synthetic sample
     frames: int = VQA_FRAMES  # per VQA question, evenly spaced over the clip
     box_frame: str = "model"  # how answers' box numbers are read; "model": by the model's name
-    # by --compat (rules.py); source: map_video_mean as the official category-1 evaluator
+    # by --compat (rules.py); source: map_video_mean as the official category-1 evaluator, and
+    # the 2026 VQA scorer's behaviour on empty answers and softmax overflow (semantic.py)
     rules: SurgvqaRules = WRITEUP
+    metrics: str = "auto"  # --surgvqa-metrics, as given
+    text_metrics: tuple[str, ...] = TEXT_METRICS["auto"]  # scored per case, on the workers
+    # BERTScore and NLI models (scored on the controller, summary.score_outcomes); None: not scored
+    scoring: ScoringModels | None = None
+    left_out: str | None = None  # why `auto` scores no BERTScore and NLI (the missing model)
 
 
 def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
@@ -41,9 +60,49 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     box_frame = values.get("surgvqa_box_frame") or "model"
     if box_frame not in BOX_FRAMES:
         raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
-    # `compat` changes only map_video_mean (rules.py)
+    # `compat` changes map_video_mean and the 2026 scorer's edge cases (rules.py)
     rules = PROFILES[run.compat]
-    return SurgvqaSettings(root=root, frames=frames, box_frame=box_frame, rules=rules)
+    profile = values.get("surgvqa_metrics") or "auto"
+    if profile not in METRIC_PROFILES:
+        raise OptionError("--surgvqa-metrics", f"{profile!r}: one of {', '.join(METRIC_PROFILES)}")
+    scoring, left_out = None, None
+    if profile != "2025":
+        scoring, left_out = scoring_models(values, required=profile == "2026")
+    return SurgvqaSettings(
+        root=root,
+        frames=frames,
+        box_frame=box_frame,
+        rules=rules,
+        metrics=profile,
+        text_metrics=TEXT_METRICS[profile],
+        scoring=scoring,
+        left_out=left_out,
+    )
+
+
+MODEL_OPTIONS = ("surgvqa_bertscore_model", "surgvqa_nli_model", "surgvqa_bertscore_layers",
+                 "surgvqa_bertscore_baseline")  # fmt: skip
+
+
+def scoring_models(
+    values: Mapping[str, Any], required: bool
+) -> tuple[ScoringModels | None, str | None]:
+    """The BERTScore and NLI models, found on disk; when one is missing, a usage error if they
+    are `required` or a model option was given, else (None, why) for `auto` to say."""
+    layers = values.get("surgvqa_bertscore_layers")
+    if layers is not None and (not isinstance(layers, int) or layers < 0):
+        raise OptionError("--surgvqa-bertscore-layers", f"{layers!r}: expected a whole number >= 0")
+    try:
+        return find_models(
+            values.get("surgvqa_bertscore_model") or BERTSCORE_ID,
+            values.get("surgvqa_nli_model") or NLI_ID,
+            layers,
+            values.get("surgvqa_bertscore_baseline") or None,
+        ), None
+    except ModelNotFound as exc:
+        if required or any(values.get(k) is not None for k in MODEL_OPTIONS):
+            raise
+        return None, str(exc)
 
 
 def data_files(settings: SurgvqaSettings, run: RunSettings) -> list[Path]:
@@ -80,7 +139,8 @@ def data_label(run: RunSettings) -> str | None:
 
 SPEC = EvaluationSpec(
     name="surgvqa",
-    title="surgvqa (SurgVU: surgical VQA by max sentence-BLEU, tool detection by COCO mAP)",
+    title="surgvqa (SurgVU: surgical VQA by BERTScore, NLI, BLEU and ROUGE, tool detection by "
+    "COCO mAP)",
     evaluation="support.evaluations.surgvqa.task:SurgvqaEvaluation",
     summary="support.evaluations.surgvqa.summary",
     options=(
@@ -108,6 +168,42 @@ SPEC = EvaluationSpec(
             "Gemini box_2d 0-1000; a local model's family: Qwen2/Qwen3-VL 0-1000, Qwen2.5-VL "
             "pixels of its processor's resized input; else auto), auto (box_2d as Gemini, "
             "anything else as pixels), pixels, norm1000, gemini",
+        ),
+        Option(
+            "--surgvqa-metrics",
+            default="auto",
+            metavar="PROFILE",
+            help="the VQA metrics: 2025 (the write-up's max sentence-BLEU), 2026 (SurgVU 2026's "
+            "official set: BERTScore-F1, NLI entailment, NLI x BERT, BLEU-4, ROUGE-1/2/L; the "
+            "BERTScore and NLI models must be on this machine), auto (2026's metrics whose "
+            "models are here; the run says which are left out and why) (auto)",
+        ),
+        Option(
+            "--surgvqa-bertscore-model",
+            metavar="ID|DIR",
+            help=f"BERTScore's model: a hub id in the local Hugging Face cache or a folder "
+            f"({BERTSCORE_ID}, as the official evaluator; never downloaded)",
+        ),
+        Option(
+            "--surgvqa-bertscore-layers",
+            type=int,
+            metavar="N",
+            help="the hidden layer BERTScore takes (default: bert_score's table for the model, "
+            "or for the --surgvqa-bertscore-baseline id; roberta-large: 17)",
+        ),
+        Option(
+            "--surgvqa-bertscore-baseline",
+            metavar="ID|TSV|none",
+            help="BERTScore's rescale baseline: the id of a model whose English baseline ships "
+            f"with bert-score (e.g. {BERTSCORE_ID} for a folder holding it), a TSV file, or "
+            f"{NO_BASELINE} (unrescaled; the tables say so) (default: the one shipped for the "
+            "model's id)",
+        ),
+        Option(
+            "--surgvqa-nli-model",
+            metavar="ID|DIR",
+            help=f"the NLI cross-encoder: a hub id in the local Hugging Face cache or a folder "
+            f"({NLI_ID}, as the official evaluator; never downloaded)",
         ),
     ),
     configure=configure,

@@ -1,10 +1,19 @@
 """SurgVU metrics, summary table and files (controller side).
 
 VQA, per model and question kind (all, yes_no, open), over the answered questions (backend errors
-are left out and counted in `n_error`; empty and refusing answers score 0 and count):
+are left out and counted in `n_error`; empty and refusing answers score 0 and count). Each is the
+mean over questions of the question's max over its five references (SurgVU 2026's official rules,
+evals/surgvqa/README.md); the columns are those the run scored (--surgvqa-metrics):
 
-    bleu              mean over questions of the max sentence-BLEU over five references
+    bertscore_f1      BERTScore-F1, roberta-large layer 17 rescaled (2026's ranking metric)
+    nli_entailment    the NLI cross-encoder's entailment probability (candidate => reference)
+    nli_bertscore_f1  their product per question
+    bleu              sentence BLEU-4 (the 2025 metric)
+    rouge1, rouge2, rougeL   ROUGE F-measure
     yes_no_accuracy   yes/no questions whose answer opens with the references' yes/no word
+
+BERTScore and NLI are scored here, on the controller, once a run (`score_outcomes`: the models
+load once); the others on the workers with each answer.
 
 Tool detection, per model, over the frames scored (errors left out, counted):
 
@@ -38,7 +47,6 @@ import numpy as np
 import pandas as pd
 
 from support.comparisons.pairing import Comparisons
-from support.evaluations.surgvqa.bleu import metrics_json
 from support.evaluations.surgvqa.boxes import xywh_boxes
 from support.evaluations.surgvqa.coco import (
     detections,
@@ -48,6 +56,8 @@ from support.evaluations.surgvqa.coco import (
     map_bootstrap,
     official_inputs,
 )
+from support.evaluations.surgvqa.leaderboard import metrics_json, scores_present
+from support.evaluations.surgvqa.semantic import SEMANTIC_METRICS, SemanticScorer
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
 from support.files import atomic_write_text, file_name
 from support.metrics import safe_ratio, summarize_groups
@@ -63,12 +73,27 @@ from support.tables import (
 )
 from support.types import Outcome
 
-VQA_METRICS = ("bleu", "yes_no_accuracy")
+VQA_METRICS = ("bleu", "yes_no_accuracy")  # every run's (2025's); vqa_metrics() adds the rest
 BOX_METRICS = ("map", "ap50", "ap75", "precision50", "recall50", "f1_50")
 METRICS = (*VQA_METRICS, *BOX_METRICS)
 HEADLINE = ("bleu", "yes_no_accuracy", "map", "ap50", "f1_50")
+# in the headline too when scored (ROUGE and NLI x BERT: summary.csv and report.md's full table)
+HEADLINE_SEMANTIC = ("bertscore_f1", "nli_entailment")
 KEYS = ("model", "category", "subset")
-KEY_METRICS = ("bleu", "map")  # the terminal's brief table (reports/terminal.py)
+# the terminal's brief table (reports/terminal.py; those the headline has)
+KEY_METRICS = ("bertscore_f1", "bleu", "map")
+
+
+def vqa_metrics(outcomes: Sequence[Outcome]) -> tuple[str, ...]:
+    """The VQA metrics of the run's outcomes, in column order: the model-based ones scored,
+    BLEU, the ROUGE ones scored, yes/no accuracy."""
+    scored = scores_present(outcomes)
+    return (*scored, "yes_no_accuracy")
+
+
+def headline_metrics(columns: Sequence[str]) -> tuple[str, ...]:
+    """The headline's metrics among `columns` (a summary's or a headline's)."""
+    return (*(m for m in HEADLINE_SEMANTIC if m in columns), *HEADLINE)
 
 
 def is_tools(o: Outcome) -> bool:
@@ -76,23 +101,56 @@ def is_tools(o: Outcome) -> bool:
 
 
 # ---- VQA ------------------------------------------------------------------------------------
-def vqa_counts(o: Outcome) -> list[float]:
-    """questions, summed max-BLEU, yes/no questions scored, yes/no answers right."""
+def vqa_counts(o: Outcome, scores: Sequence[str] = ("bleu",)) -> list[float]:
+    """questions, each of `scores` summed (NaN where the outcome lacks it), yes/no questions
+    scored, yes/no answers right."""
     yn = o.scores.get("yes_no_correct")
-    return [1.0, float(o.scores["bleu"]), float(yn is not None), float(yn or 0)]
+    sums = [float(o.scores.get(m, np.nan)) for m in scores]
+    return [1.0, *sums, float(yn is not None), float(yn or 0)]
 
 
-def vqa_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
-    return {
-        "bleu": safe_ratio(s[..., 1], s[..., 0]),
-        "yes_no_accuracy": safe_ratio(s[..., 3], s[..., 2]),
-    }
+def vqa_reduce(s: np.ndarray, scores: Sequence[str] = ("bleu",)) -> dict[str, np.ndarray]:
+    """Each of `scores` as its mean over questions, and yes/no accuracy (vqa_counts' layout)."""
+    out = {m: safe_ratio(s[..., 1 + k], s[..., 0]) for k, m in enumerate(scores)}
+    yn = 1 + len(scores)
+    return out | {"yes_no_accuracy": safe_ratio(s[..., yn + 1], s[..., yn])}
 
 
 def vqa_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict]:
+    metrics = vqa_metrics(outcomes)
+    scores = metrics[:-1]  # all but yes_no_accuracy
     keys = lambda o: [(o.model, "vqa", "all"), (o.model, "vqa", o.group.get("kind", ""))]  # noqa: E731
-    groups = summarize_groups(outcomes, keys, vqa_counts, vqa_reduce, n_resamples, seed)
-    return [g.row(KEYS, VQA_METRICS) for g in groups]
+    groups = summarize_groups(
+        outcomes,
+        keys,
+        lambda o: vqa_counts(o, scores),
+        lambda s: vqa_reduce(s, scores),
+        n_resamples,
+        seed,
+    )
+    return [g.row(KEYS, metrics) for g in groups]
+
+
+def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Outcome]:
+    """The answered VQA outcomes with BERTScore-F1, NLI entailment and their product added
+    (support.evaluations.surgvqa.semantic: the models load once, a question is one batch), when
+    the run scores them (`SurgvqaSettings.scoring`); the outcomes unchanged otherwise."""
+    settings = ctx.settings
+    models = getattr(settings, "scoring", None)
+    todo = [k for k, o in enumerate(outcomes) if not is_tools(o) and o.status != "error"]
+    if models is None or not todo:
+        return list(outcomes)
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    scorer = SemanticScorer(models, source=ctx.compat == "source")
+    out = list(outcomes)
+    for k in tqdm(todo, desc="surgvqa: BERTScore and NLI", unit="answer", disable=None):
+        o = out[k]
+        answer = (o.prediction or {}).get("answer", o.raw)
+        out[k] = replace(o, scores={**o.scores, **scorer.score(answer, o.params["answers"])})
+    return out
 
 
 # ---- tools ----------------------------------------------------------------------------------
@@ -109,13 +167,16 @@ def match_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def paired_counts(o: Outcome) -> list[float]:
+def paired_counts(o: Outcome, scores: Sequence[str] = ("bleu",)) -> list[float]:
     """Both categories in one row: VQA counts (vqa_counts), then box matches (match_counts)."""
-    return [0.0] * 4 + match_counts(o) if is_tools(o) else vqa_counts(o) + [0.0] * 3
+    if is_tools(o):
+        return [0.0] * (3 + len(scores)) + match_counts(o)
+    return vqa_counts(o, scores) + [0.0] * 3
 
 
-def paired_reduce(s: np.ndarray) -> dict[str, np.ndarray]:
-    return vqa_reduce(s[..., :4]) | match_reduce(s[..., 4:])
+def paired_reduce(s: np.ndarray, scores: Sequence[str] = ("bleu",)) -> dict[str, np.ndarray]:
+    width = 3 + len(scores)
+    return vqa_reduce(s[..., :width], scores) | match_reduce(s[..., width:])
 
 
 def yes_no_correct(o: Outcome) -> float:
@@ -123,18 +184,40 @@ def yes_no_correct(o: Outcome) -> float:
     return float("nan") if is_tools(o) or yn is None else float(yn)
 
 
-# paired comparisons (support/comparisons/pairing.py): model vs model on the same questions and
-# frames (the COCO APs are not additive counts: they are compared through f1_50, which is)
-COMPARISONS = Comparisons(
-    counts=paired_counts,
-    reduce=paired_reduce,
-    metrics=("bleu", "yes_no_accuracy", "f1_50"),
-    tests={"yes_no_accuracy": "mcnemar-exact", "bleu": "permutation"},
-    scores=lambda o: {
-        "yes_no_accuracy": yes_no_correct(o),
-        "bleu": float("nan") if is_tools(o) else float(o.scores["bleu"]),
-    },
-)
+def comparisons_spec(scores: Sequence[str] = ("bleu",)) -> Comparisons:
+    """Paired comparisons (support/comparisons/pairing.py): model vs model on the same questions
+    and frames, for the model-based VQA scores among `scores`, BLEU, yes/no accuracy and F1@.5
+    (the COCO APs are not additive counts: they are compared through f1_50, which is)."""
+    semantic = tuple(m for m in SEMANTIC_METRICS if m in scores)
+
+    def per_case(o: Outcome) -> dict[str, float]:
+        values = {m: np.nan if is_tools(o) else float(o.scores[m]) for m in (*semantic, "bleu")}
+        return values | {"yes_no_accuracy": yes_no_correct(o)}
+
+    return Comparisons(
+        counts=lambda o: paired_counts(o, scores),
+        reduce=lambda s: paired_reduce(s, scores),
+        metrics=(*semantic, "bleu", "yes_no_accuracy", "f1_50"),
+        tests={"yes_no_accuracy": "mcnemar-exact"}
+        | dict.fromkeys((*semantic, "bleu"), "permutation"),
+        scores=per_case,
+    )
+
+
+COMPARISONS = comparisons_spec()  # a BLEU-only run's (2025); `comparisons` picks the run's
+
+
+def comparisons(
+    outcomes: Sequence[Outcome],
+    requested: Sequence[tuple[str, str]],
+    n_resamples: int,
+    seed: int,
+) -> tuple[pd.DataFrame, list[str]]:
+    """comparisons.csv for the VQA scores the run has (comparisons_spec)."""
+    from support.comparisons.pairing import comparison_table
+
+    spec = comparisons_spec(scores_present(outcomes))
+    return comparison_table("surgvqa", outcomes, spec, requested, n_resamples, seed)
 
 
 def coco_files(scored: list[Outcome]) -> tuple[dict, list[dict], dict[int, str]]:
@@ -208,7 +291,7 @@ def summarize(outcomes: list[Outcome], ctx: SummaryContext) -> pd.DataFrame:
     tools = [o for o in outcomes if is_tools(o)]
     n_resamples, seed, source = ctx.n_resamples, ctx.seed, ctx.compat == "source"
     rows = vqa_rows(vqa, n_resamples, seed) + tool_rows(tools, n_resamples, seed, source)
-    columns = [*KEYS, "n", "n_error", *interval_columns(METRICS)]
+    columns = [*KEYS, "n", "n_error", *interval_columns((*vqa_metrics(vqa), *BOX_METRICS))]
     columns.insert(columns.index("ap75_hi") + 1, "map_video_mean")
     df = pd.DataFrame(rows, columns=columns)
     order = {"all": 0, "yes_no": 1, "open": 2}
@@ -226,9 +309,10 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
     questions and frames counted apart (`n_questions`, `n_frames`: those scored, as `n` of
     summary.csv) and the backend errors of both (`n_error`)."""
     rows = []
+    vqa = [m for m in headline_metrics(summary.columns) if m not in BOX_METRICS]
     for model, rows_of in summary.groupby("model", sort=True):
         row: dict[str, Any] = {"model": model, **dict.fromkeys(COUNTS.values(), 0), "n_error": 0}
-        for category, metrics in (("vqa", VQA_METRICS), ("tools", ("map", "ap50", "f1_50"))):
+        for category, metrics in (("vqa", vqa), ("tools", ("map", "ap50", "f1_50"))):
             hit = rows_of[(rows_of.category == category) & (rows_of.subset == "all")]
             for c in interval_columns(metrics):
                 row[c] = hit[c].iloc[0] if len(hit) else np.nan
@@ -236,7 +320,8 @@ def headline(summary: pd.DataFrame) -> pd.DataFrame:
                 row[COUNTS[category]] = int(hit["n"].iloc[0])
                 row["n_error"] += int(hit["n_error"].iloc[0])
         rows.append(row)
-    cols = ["model", *COUNTS.values(), "n_error", *interval_columns(HEADLINE)]
+    metrics = headline_metrics(summary.columns)
+    cols = ["model", *COUNTS.values(), "n_error", *interval_columns(metrics)]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -254,10 +339,11 @@ def write_json(path: Path, obj: Any) -> Path:
 def write_outputs(
     outcomes: list[Outcome], summary: pd.DataFrame, out_dir: Path, ctx: SummaryContext
 ) -> list[Path]:
-    """Per model: the evaluator's VQA metrics.json, the COCO ground truth, results and
-    COCOeval stats; report.md and the headline metrics' plot (metrics_by_model.png) for the
-    run."""
+    """Per model: the official evaluator's metrics.json (VQA, support.evaluations.surgvqa.
+    leaderboard), the COCO ground truth, results and COCOeval stats; report.md and the headline
+    metrics' plot (metrics_by_model.png) for the run."""
     written = []
+    present = scores_present(outcomes)
     by_model: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
         if o.status != "error":
@@ -265,10 +351,10 @@ def write_outputs(
     for model, scored in sorted(by_model.items()):
         folder = model_dir(out_dir, model)
         vqa = sorted((o for o in scored if not is_tools(o)), key=lambda o: o.case_id)
-        if vqa:
-            # the evaluator's format exactly; results in case order (raw_results.jsonl has ids)
-            metrics = metrics_json([float(o.scores["bleu"]) for o in vqa])
-            written.append(write_json(folder / "vqa_metrics.json", metrics))
+        if vqa:  # the official layout; results in case order, by the data's case id
+            rows = [(o.params.get("case", o.case_id), o.scores) for o in vqa]
+            metrics = metrics_json(rows, present)
+            written.append(write_json(folder / "metrics.json", metrics))
         tools = [o for o in scored if is_tools(o)]
         if tools:
             gt, results, _ = coco_files(tools)
@@ -286,12 +372,16 @@ def write_outputs(
                 ),
             ]
     plot = plot_metrics(summary, out_dir / "metrics_by_model.png", ctx.run.models)
-    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models, plot))
+    notes = scoring_notes(ctx.settings, present)
+    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models, plot, notes))
     return [*([plot] if plot else []), *written]  # the run folder's plot first (terminal)
 
 
-# the headline metrics as the plot names them (all in [0, 1])
+# the headline metrics as the plot names them (all in [0, 1] but BERTScore-F1, rescaled: it can
+# fall below 0, the plot's floor)
 METRIC_LABELS = {
+    "bertscore_f1": "BERTScore\nF1",
+    "nli_entailment": "NLI\nentailment",
     "bleu": "BLEU",
     "yes_no_accuracy": "yes/no\naccuracy",
     "map": "mAP\n@[.5:.95]",
@@ -307,12 +397,14 @@ def plot_metrics(summary: pd.DataFrame, path: Path, models: Sequence[str] = ()) 
 
 
 def metrics_figure(summary: pd.DataFrame, models: Sequence[str] = ()) -> Any:
-    """The headline metrics (HEADLINE) as grouped bars: a group per metric, a bar per model (in
-    `models` order: the run's `--model` order) with its 95% bootstrap interval as a whisker; a
-    metric a model has no value for is marked "—" at the axis. The legend, above the axes, names
-    each model with its questions and frames scored. None when no metric is defined."""
+    """The headline metrics (headline_metrics) as grouped bars: a group per metric, a bar per
+    model (in `models` order: the run's `--model` order) with its 95% bootstrap interval as a
+    whisker; a metric a model has no value for is marked "—" at the axis. The legend, above the
+    axes, names each model with its questions and frames scored. None when no metric is
+    defined."""
     head = headline(summary)
-    if head.empty or head[list(HEADLINE)].isna().all().all():
+    shown = headline_metrics(head.columns)
+    if head.empty or head[list(shown)].isna().all().all():
         return None
     import matplotlib
 
@@ -321,15 +413,15 @@ def metrics_figure(summary: pd.DataFrame, models: Sequence[str] = ()) -> Any:
 
     head = head.set_index("model")
     order = model_order(head.index, models)
-    x = np.arange(len(HEADLINE), dtype=float)
+    x = np.arange(len(shown), dtype=float)
     width = 0.8 / len(order)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(HEADLINE) * max(1, len(order) / 2)), 3.6),
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(shown) * max(1, len(order) / 2)), 3.6),
                            layout="constrained")  # fmt: skip
     for k, model in enumerate(order):
         row = head.loc[model]
-        value = np.array([row[m] for m in HEADLINE], dtype=float)
-        lo = np.array([row[f"{m}_lo"] for m in HEADLINE], dtype=float)
-        hi = np.array([row[f"{m}_hi"] for m in HEADLINE], dtype=float)
+        value = np.array([row[m] for m in shown], dtype=float)
+        lo = np.array([row[f"{m}_lo"] for m in shown], dtype=float)
+        hi = np.array([row[f"{m}_hi"] for m in shown], dtype=float)
         pos = x + (k - (len(order) - 1) / 2) * width
         counts = f"{int(row['n_questions'])} questions, {int(row['n_frames'])} frames scored"
         label = f"{model} ({counts})"
@@ -344,8 +436,12 @@ def metrics_figure(summary: pd.DataFrame, models: Sequence[str] = ()) -> Any:
             y = top if np.isfinite(top) else 0.0
             ax.annotate(text, (p, y), xytext=(0, 2), textcoords="offset points", ha="center",
                         fontsize=7)  # fmt: skip
-    ax.set_xticks(x, [METRIC_LABELS.get(m, m) for m in HEADLINE])
-    ax.set_ylim(0, 1.1)
+    ax.set_xticks(x, [METRIC_LABELS.get(m, m) for m in shown])
+    lows = head[[f"{m}_lo" for m in shown] + list(shown)].to_numpy(dtype=float)
+    floor = np.nanmin(lows) if np.isfinite(lows).any() else 0.0  # rescaled BERTScore: < 0
+    ax.set_ylim(min(0.0, 1.1 * floor), 1.1)
+    if floor < 0:
+        ax.axhline(0, color="black", linewidth=0.6)
     ax.set_ylabel("score (95% bootstrap CI)")
     ax.set_title("surgvqa: headline metrics per model")
     ax.grid(axis="y", alpha=0.3)
@@ -355,24 +451,57 @@ def metrics_figure(summary: pd.DataFrame, models: Sequence[str] = ()) -> Any:
     return fig
 
 
+def scoring_notes(settings: Any, present: Sequence[str]) -> list[str]:
+    """What report.md says of the VQA metrics: the models that scored BERTScore and NLI, or why
+    they are not scored (--surgvqa-metrics auto without them; 2025)."""
+    if settings is None:
+        return []
+    models = getattr(settings, "scoring", None)
+    if models is not None and "bertscore_f1" in present:
+        rescale = (
+            f"rescaled with the {models.rescaled_by} baseline"
+            if models.rescaled
+            else "**not rescaled** (--surgvqa-bertscore-baseline none): not comparable with "
+            "the leaderboard's"
+        )
+        return [
+            f"BERTScore-F1: {models.bertscore_name}, layer {models.layers}, {rescale}. "
+            f"NLI: {models.nli_name}. Both as SurgVU 2026's official evaluator, scored once a "
+            "run on the controller."
+        ]
+    if getattr(settings, "metrics", "") == "2025":
+        return ["VQA metrics: 2025's (--surgvqa-metrics 2025): max sentence-BLEU only."]
+    if getattr(settings, "left_out", None):
+        return [
+            "BERTScore-F1, NLI entailment and NLI x BERT (SurgVU 2026's ranking metric and two "
+            f"of its secondary ones) are not scored: {settings.left_out}"
+        ]
+    return []
+
+
 def report_text(
     summary: pd.DataFrame,
     data: str | None = None,
     models: Sequence[str] = (),
     plot: Path | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
     """report.md: what the data is, the headline (questions and frames counted apart), the VQA
     kinds and the tool rows with 95% intervals; models in `models` order (the run's `--model`
-    order), the others after; the plot (its file name, beside report.md) when there is one."""
+    order), the others after; `notes` on the VQA metrics (scoring_notes); the plot (its file
+    name, beside report.md) when there is one."""
     summary = in_model_order(summary, models)
     main = summary[summary.subset.isin(["all", "yes_no", "open"])]
     classes = summary[~summary.subset.isin(["all", "yes_no", "open"])]
+    head = in_model_order(headline(summary), models)
+    metrics = [m for m in summary.columns if f"{m}_lo" in summary.columns]
     parts = [
         "\n".join(report_head("surgvqa", data)),
+        *(f"{note}\n" for note in notes),
         "## Headline\n",
-        markdown_table(with_intervals(in_model_order(headline(summary), models), HEADLINE)),
+        markdown_table(with_intervals(head, headline_metrics(head.columns))),
         "\n## By category and question kind\n",
-        markdown_table(with_intervals(main, (*METRICS,))),
+        markdown_table(with_intervals(main, metrics)),
     ]
     if len(classes):
         table = classes[["model", "subset", "map", "ap50"]].rename(columns={"subset": "tool"})

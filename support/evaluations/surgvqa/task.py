@@ -62,6 +62,7 @@ from support.evaluations.surgvqa.prompts import (
     oracle_answer,
     vqa_prompt,
 )
+from support.evaluations.surgvqa.rouge import rouge_scores
 from support.evaluations.surgvqa.spec import SurgvqaSettings
 from support.evaluations.surgvqa.synthetic import ensure_surgvu
 from support.evaluations.surgvqa.tools import CATEGORY_ID
@@ -274,7 +275,9 @@ class SurgvqaEvaluation(Evaluation):
         return self.score_boxes(case, answer, frame, seen)
 
     def score_vqa(self, case: Case, answer: str) -> Verdict:
-        """Max sentence-BLEU over the references; yes/no exact match for yes/no questions."""
+        """Max sentence-BLEU over the references (and max ROUGE-1/2/L F-measure, unless
+        --surgvqa-metrics 2025); yes/no exact match for yes/no questions. BERTScore and NLI are
+        added on the controller (summary.score_outcomes)."""
         refs = case.params["answers"]
         per_reference = reference_scores(refs, answer)  # BLEU once per reference
         bleu, best = best_reference(per_reference)
@@ -285,6 +288,8 @@ class SurgvqaEvaluation(Evaluation):
             "reference_bleu": per_reference,
             "yes_no_correct": None,
         }
+        if "rouge1" in self.settings.text_metrics:
+            scores |= rouge_scores(refs, answer)
         if truth is not None:
             scores["yes_no_correct"] = int(said == truth)
             status = "unparsable" if said is None else ("correct" if said == truth else "wrong")
