@@ -1,6 +1,7 @@
 """One evaluation's files under results/<evaluation>/<run-id>/, and its EvaluationResult.
 
-In order: raw_results.jsonl (whatever fails after it, no computed outcome is lost), the summary
+In order: the summary's controller-side scores (`score_outcomes`: BERTScore and NLI for surgvqa),
+raw_results.jsonl (whatever fails after it, no computed outcome is lost), the summary
 (summary.csv, usage.csv, calls.csv), the evaluation's own files (its summary's
 `write_outputs`), comparisons.csv, report.md (once, with whatever the summary added before
 anything failed) and manifest.json (attempted regardless). Each file is written on its own: one
@@ -61,7 +62,7 @@ def write_evaluation(
     failure = None
     try:
         try:
-            written.attempt(lambda: [write_jsonl(outs, out_dir / "raw_results.jsonl")])
+            outs = _scored(name, outs, run, out_dir, written)
             _write_summary_files(name, outs, out_dir, run, completion, written, found)
         finally:
             written.attempt(
@@ -85,6 +86,20 @@ def write_evaluation(
         completion=completion,
         **found,
     )
+
+
+def _scored(
+    name: str, outs: list[Outcome], run: RunSettings, out_dir: Path, written: _Written
+) -> list[Outcome]:
+    """The outcomes with the summary's controller-side scores (`score_outcomes`), then
+    raw_results.jsonl; when scoring fails, raw_results.jsonl holds the outcomes as they came
+    and the error propagates (the evaluation's result says what broke)."""
+    spec = evaluations.spec(name)
+    try:
+        outs = spec.summary_module().scored(outs, spec.summary_context(run))
+    finally:
+        written.attempt(lambda: [write_jsonl(outs, out_dir / "raw_results.jsonl")])
+    return outs
 
 
 def _write_summary_files(
