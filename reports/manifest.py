@@ -76,6 +76,8 @@ PACKAGES = (
     "h5py",
     "nltk",
     "pycocotools",
+    "rouge-score",  # surgvqa's ROUGE
+    "bert-score",  # surgvqa's BERTScore
     "onnxruntime",
     "tokenizers",
     "sentence-transformers",

@@ -166,6 +166,9 @@ class EvaluationSpec:
     (None: one). A local engine's per-prompt image limit defaults to the most over the
     configured evaluations (vLLM refuses a prompt over its limit).
 
+    `notes(settings)`: lines the controller prints under the evaluation's loading line (e.g.
+    surgvqa's metrics left out for want of their model); None: none.
+
     What the summary gets through its `SummaryContext` (`summary_context`):
     - `data_label(run)`: what the data is when it is not the real dataset (e.g. the synthetic
       sample), said by report.md, the terminal and the HTML report; None for the real data;
@@ -184,6 +187,7 @@ class EvaluationSpec:
     max_images: Callable[[Any], int] | None = None
     data_label: Callable[[RunSettings], str | None] | None = None
     open_data: Callable[[Any, RunSettings], Any] | None = None
+    notes: Callable[[Any], Sequence[str]] | None = None
 
     def evaluation_class(self) -> type[Evaluation]:
         module, _, attr = self.evaluation.partition(":")

@@ -137,6 +137,16 @@ def data_label(run: RunSettings) -> str | None:
     return "synthetic sample (support/evaluations/surgvqa/synthetic.py; not the real SurgVU)"
 
 
+def notes(settings: SurgvqaSettings | None) -> list[str]:
+    """The loading lines' note: the 2026 metrics `auto` leaves out, and why."""
+    if settings is None or not settings.left_out:
+        return []
+    return [
+        "BERTScore-F1, NLI entailment and NLI x BERT (SurgVU 2026) are not scored: "
+        f"{settings.left_out}"
+    ]
+
+
 SPEC = EvaluationSpec(
     name="surgvqa",
     title="surgvqa (SurgVU: surgical VQA by BERTScore, NLI, BLEU and ROUGE, tool detection by "
@@ -211,4 +221,5 @@ SPEC = EvaluationSpec(
     data_label=data_label,
     prompt_modules=("support.evaluations.surgvqa.prompts",),
     max_images=lambda settings: settings.frames,  # a VQA question's frames
+    notes=notes,
 )
