@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     sys.path.insert(0, str(args.evaluation.resolve()))
     evaluate = importlib.import_module("evaluate")
+    import torch  # the official environment's (evaluate.py imports it through bert_score)
+
     rows = cases()
     with tempfile.TemporaryDirectory() as tmp:
         metrics = run_official(evaluate, rows, Path(tmp) / "all")
@@ -254,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         "evaluator": "isi-challenges/surgvu26-category-2-eval-public evaluation/evaluate.py",
         "commit": args.commit,
         "python": sys.version.split()[0],
+        # the NLI logits' last bit depends on torch's CPU thread count (unit test's docstring)
+        "torch_threads": torch.get_num_threads(),
         "packages": {p: metadata.version(p) for p in packages},
         "cases": rows,
         "metrics": {

@@ -1,12 +1,19 @@
 """The suite's own tests: offline always, pytester available."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
+# an empty Hugging Face cache of the suite's own (children inherit it): what a model found there
+# changes a run (surgvqa's `--surgvqa-metrics auto` scores BERTScore and NLI when roberta-large is
+# cached), so no test sees the developer's models; a test that wants some installs its own
+_EMPTY_HUB = Path(tempfile.gettempdir()) / "vlmbench-unit-empty-hub"  # nothing writes there
+_EMPTY_HUB.mkdir(exist_ok=True)
+os.environ["HF_HUB_CACHE"] = str(_EMPTY_HUB)
 os.environ.setdefault("MPLBACKEND", "Agg")
 # The suite runs pytest children (`pytest evals/...` in a subprocess): they skip hypothesis's
 # plugin, which imports hypothesis at every terminal summary (~1 s a child here; the children

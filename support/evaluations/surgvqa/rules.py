@@ -1,10 +1,11 @@
 """What differs between surgvqa's two profiles: `WRITEUP` and `SOURCE`.
 
-`configure` picks one (`SurgvqaSettings.rules`) from `--compat`. The only difference is in the
-summary (map_video_mean as the official category-1 evaluator computes it,
-support.evaluations.surgvqa.coco.official_inputs; evals/surgvqa/README.md), which reads the profile
-from `SummaryContext.compat`; the task adds `case_params` to the tool cases' params, so
-raw_results.jsonl records the profile.
+`configure` picks one (`SurgvqaSettings.rules`) from `--compat`. The differences are all in the
+summary, which reads the profile from `SummaryContext.compat`: map_video_mean as the official
+category-1 evaluator computes it (support.evaluations.surgvqa.coco.official_inputs), and the 2026
+VQA scorer's edge cases as the official category-2 evaluator has them (an empty answer's BERTScore
+and NLI, softmax overflow: support.evaluations.surgvqa.semantic); evals/surgvqa/README.md. The task
+adds `case_params` to the tool cases' params, so raw_results.jsonl records the profile.
 """
 
 from __future__ import annotations

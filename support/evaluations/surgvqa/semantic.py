@@ -213,16 +213,17 @@ def find_models(
 
 def softmax_entailment(logits: Any, official: bool) -> Any:
     """Each row's entailment probability: exp(l) / sum(exp(l)) in the logits' dtype, as the
-    official code writes it; where that overflows (not finite) and not `official`, the stable
-    softmax of the row instead."""
+    official code writes it; where that overflows (an exp or the row's sum is not finite: NaN or
+    0 there, e.g. float32 logits past 88) and not `official`, the stable softmax of the row."""
     import numpy as np
 
     with np.errstate(over="ignore", invalid="ignore"):
         probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    if not official and not np.isfinite(probs).all():
+        exps = np.exp(logits)
+        bad = ~np.isfinite(probs).all(axis=1) | ~np.isfinite(exps.sum(axis=1))
+    if not official and bad.any():
         from scipy.special import softmax
 
-        bad = ~np.isfinite(probs).all(axis=1)
         probs[bad] = softmax(logits[bad].astype(np.float64), axis=1).astype(probs.dtype)
     return probs[:, ENTAILMENT]
 
