@@ -147,13 +147,14 @@ def find_models(
     if importlib.util.find_spec("bert_score") is None:
         raise ModelNotFound(
             "--surgvqa-metrics",
-            "bert-score is not installed: pip install 'vlmbench[surgvu26]' (bert-score, "
-            "sentence-transformers, torch)",
+            "bert-score is not installed: pip install -e '.[surgvu26]' in the repository "
+            "(bert-score, sentence-transformers, torch)",
         )
     if importlib.util.find_spec("sentence_transformers") is None:
         raise ModelNotFound(
             "--surgvqa-metrics",
-            "sentence-transformers is not installed: pip install 'vlmbench[surgvu26]'",
+            "sentence-transformers is not installed: pip install -e '.[surgvu26]' in the "
+            "repository",
         )
     bert_folder = find_model("--surgvqa-bertscore-model", bertscore)
     nli_folder = find_model("--surgvqa-nli-model", nli)
