@@ -330,3 +330,22 @@ def test_the_2025_profile_scores_no_rouge(empty_hub: Path) -> None:
     new = SurgvqaEvaluation([], [], settings()).score_vqa(vqa_case(), answer)  # auto: ROUGE
     assert {k: new.scores[k] for k in ("rouge1", "rouge2", "rougeL")} == rouge_scores(REFS, answer)
     assert new.scores["bleu"] == verdict.scores["bleu"]
+
+
+def test_without_the_surgvu26_extra_auto_says_what_to_install_and_2026_refuses(
+    monkeypatch: pytest.MonkeyPatch, official_hub: Path
+) -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "bert_score" else found(name)
+    )
+    left = settings(metrics="auto")
+    assert left.scoring is None
+    assert "bert-score is not installed" in left.left_out
+    assert "pip install -e '.[surgvu26]'" in left.left_out
+    with pytest.raises(OptionError) as raised:
+        settings(metrics="2026")
+    assert raised.value.option == "--surgvqa-metrics"
+    assert "bert-score is not installed" in str(raised.value)
