@@ -27,10 +27,12 @@ from support.evaluations.surgvqa.semantic import (
     softmax_entailment,
 )
 from support.evaluations.surgvqa.spec import SurgvqaSettings, configure, notes
+from support.evaluations.surgvqa.summary import score_outcomes, scoring_notes
 from support.evaluations.surgvqa.task import SurgvqaEvaluation
 from support.settings import RunSettings
+from support.summary_contract import SummaryContext
 from support.testing.tiny_scorers import ensure_scorers, install_in_hub_cache, install_official_ids
-from support.types import Case
+from support.types import Case, Outcome
 
 REFS = [
     "Yes",
@@ -349,3 +351,46 @@ def test_without_the_surgvu26_extra_auto_says_what_to_install_and_2026_refuses(
         settings(metrics="2026")
     assert raised.value.option == "--surgvqa-metrics"
     assert "bert-score is not installed" in str(raised.value)
+
+
+def answered(k: int, answer: str) -> Outcome:
+    """A VQA outcome as the workers send it: the answer, the references, BLEU."""
+    return Outcome(
+        case_id=f"vqa-case{k:03d}-m",
+        evaluation="surgvqa",
+        model="m",
+        status="wrong",
+        group={"category": "vqa", "kind": "open"},
+        cluster=f"video-case{k:03d}",
+        scores={"bleu": 0.0, "yes_no_correct": None},
+        prediction={"answer": answer},
+        params={"category": "vqa", "case": f"case{k:03d}", "answers": REFS},
+    )
+
+
+def test_an_answer_the_models_fail_on_costs_only_its_own_scores(
+    monkeypatch: pytest.MonkeyPatch, official_hub: Path
+) -> None:
+    ctx = SummaryContext.of(settings=settings(metrics="2026"))
+    real = SemanticScorer.score
+
+    def failing_on_one(self: SemanticScorer, candidate: object, references: Any) -> dict:
+        if candidate == "breaks the tokenizer":
+            raise RuntimeError("index out of range in self")
+        return real(self, candidate, references)
+
+    monkeypatch.setattr(SemanticScorer, "score", failing_on_one)
+    outcomes = [answered(k, a) for k, a in enumerate((*CANDIDATES, "breaks the tokenizer"))]
+    scored = score_outcomes(outcomes, ctx)
+    alone = SemanticScorer(ctx.settings.scoring)
+    for o, answer in zip(scored[:3], CANDIDATES, strict=True):
+        assert o.scores["bertscore_f1"] == real(alone, answer, REFS)["bertscore_f1"]
+        assert "scoring_error" not in o.extra
+    broken = scored[3]
+    assert broken.scores["bertscore_f1"] == broken.scores["nli_entailment"] == 0.0
+    assert broken.extra["scoring_error"] == "RuntimeError: index out of range in self"
+    (_, failed) = scoring_notes(ctx.settings, ("bleu", "bertscore_f1"), scored)
+    assert "1 answer could not be scored" in failed and "vqa-case003-m" in failed
+    # every answer failing is the models failing: the error propagates (the run says so)
+    with pytest.raises(RuntimeError, match="index out of range"):
+        score_outcomes([answered(0, "breaks the tokenizer")], ctx)

@@ -57,7 +57,7 @@ from support.evaluations.surgvqa.coco import (
     official_inputs,
 )
 from support.evaluations.surgvqa.leaderboard import metrics_json, scores_present
-from support.evaluations.surgvqa.semantic import SEMANTIC_METRICS, SemanticScorer
+from support.evaluations.surgvqa.semantic import SEMANTIC_METRICS, SemanticScorer, zero_scores
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
 from support.files import atomic_write_text, file_name
 from support.metrics import safe_ratio, summarize_groups
@@ -134,7 +134,11 @@ def vqa_rows(outcomes: list[Outcome], n_resamples: int, seed: int) -> list[dict]
 def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Outcome]:
     """The answered VQA outcomes with BERTScore-F1, NLI entailment and their product added
     (support.evaluations.surgvqa.semantic: the models load once, a question is one batch), when
-    the run scores them (`SurgvqaSettings.scoring`); the outcomes unchanged otherwise."""
+    the run scores them (`SurgvqaSettings.scoring`); the outcomes unchanged otherwise.
+
+    An answer the models fail on scores 0.0 on the three, its outcome's `extra` naming the error
+    (`scoring_error`; report.md counts them), and the others are scored; when every answer
+    fails (the models cannot run at all), the first error propagates."""
     settings = ctx.settings
     models = getattr(settings, "scoring", None)
     todo = [k for k, o in enumerate(outcomes) if not is_tools(o) and o.status != "error"]
@@ -146,10 +150,19 @@ def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Out
 
     scorer = SemanticScorer(models, source=ctx.compat == "source")
     out = list(outcomes)
+    failed: list[Exception] = []
     for k in tqdm(todo, desc="surgvqa: BERTScore and NLI", unit="answer", disable=None):
         o = out[k]
         answer = (o.prediction or {}).get("answer", o.raw)
-        out[k] = replace(o, scores={**o.scores, **scorer.score(answer, o.params["answers"])})
+        try:
+            got = scorer.score(answer, o.params["answers"])
+        except Exception as exc:  # one answer's failure costs only its own model scores
+            failed.append(exc)
+            got = zero_scores(len(o.params["answers"]))
+            o = replace(o, extra={**o.extra, "scoring_error": f"{type(exc).__name__}: {exc}"})
+        out[k] = replace(o, scores={**o.scores, **got})
+    if len(failed) == len(todo):
+        raise failed[0]
     return out
 
 
@@ -372,7 +385,7 @@ def write_outputs(
                 ),
             ]
     plot = plot_metrics(summary, out_dir / "metrics_by_model.png", ctx.run.models)
-    notes = scoring_notes(ctx.settings, present)
+    notes = scoring_notes(ctx.settings, present, outcomes)
     ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models, plot, notes))
     return [*([plot] if plot else []), *written]  # the run folder's plot first (terminal)
 
@@ -451,9 +464,12 @@ def metrics_figure(summary: pd.DataFrame, models: Sequence[str] = ()) -> Any:
     return fig
 
 
-def scoring_notes(settings: Any, present: Sequence[str]) -> list[str]:
-    """What report.md says of the VQA metrics: the models that scored BERTScore and NLI, or why
-    they are not scored (--surgvqa-metrics auto without them; 2025)."""
+def scoring_notes(
+    settings: Any, present: Sequence[str], outcomes: Sequence[Outcome] = ()
+) -> list[str]:
+    """What report.md says of the VQA metrics: the models that scored BERTScore and NLI (and the
+    answers they failed on, scored 0), or why they are not scored (--surgvqa-metrics auto
+    without them; 2025)."""
     if settings is None:
         return []
     models = getattr(settings, "scoring", None)
@@ -464,11 +480,21 @@ def scoring_notes(settings: Any, present: Sequence[str]) -> list[str]:
             else "**not rescaled** (--surgvqa-bertscore-baseline none): not comparable with "
             "the leaderboard's"
         )
-        return [
+        notes = [
             f"BERTScore-F1: {models.bertscore_name}, layer {models.layers}, {rescale}. "
             f"NLI: {models.nli_name}. Both as SurgVU 2026's official evaluator, scored once a "
             "run on the controller."
         ]
+        failed = [o for o in outcomes if "scoring_error" in o.extra]
+        if failed:
+            first = failed[0]
+            notes.append(
+                f"**{len(failed)} answer{'s' * (len(failed) != 1)} could not be scored by "
+                "BERTScore and NLI** and count "
+                f"0 on both (raw_results.jsonl: `extra.scoring_error`); the first, "
+                f"{first.case_id} of {first.model}: {first.extra['scoring_error']}"
+            )
+        return notes
     if getattr(settings, "metrics", "") == "2025":
         return ["VQA metrics: 2025's (--surgvqa-metrics 2025): max sentence-BLEU only."]
     if getattr(settings, "left_out", None):
