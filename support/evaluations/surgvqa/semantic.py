@@ -75,18 +75,7 @@ def find_model(option: str, name: str) -> Path:
     elif path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:
         raise ModelNotFound(option, f"{name}: no such folder")
     else:
-        from huggingface_hub import snapshot_download
-
-        try:
-            folder = Path(snapshot_download(name, local_files_only=True))
-        except Exception as exc:  # LocalEntryNotFoundError, or an id the hub would refuse
-            from huggingface_hub import constants
-
-            raise ModelNotFound(
-                option,
-                f"{name} is not in the local Hugging Face cache ({constants.HF_HUB_CACHE}; "
-                f"{type(exc).__name__}): {fetch_hint(name)}",
-            ) from None
+        folder = cached_snapshot(option, name)
     missing = [] if (folder / "config.json").is_file() else ["config.json"]
     if not any((folder / w).is_file() for w in WEIGHT_FILES):
         missing.append(" or ".join(WEIGHT_FILES))
@@ -95,6 +84,31 @@ def find_model(option: str, name: str) -> Path:
             option, f"{name}: {folder} has no {', '.join(missing)} (an incomplete download?)"
         )
     return folder
+
+
+def cached_snapshot(option: str, model_id: str) -> Path:
+    """Hub id `model_id`'s snapshot in the local Hugging Face cache (its `main` revision), found
+    by huggingface_hub's `snapshot_download(local_files_only=True)`; ModelNotFound otherwise.
+
+    configure runs this in every process of every run, surgvqa's or not: an id the cache has no
+    folder for (models--org--name/refs/main, the hub cache's layout) is refused without importing
+    huggingface_hub's download code (0.3 s, and it needs the HTTP client's packages)."""
+    from huggingface_hub import constants  # paths only (6 ms)
+
+    cache = Path(constants.HF_HUB_CACHE)
+    missing = f"{model_id} is not in the local Hugging Face cache ({cache})"
+    if not (cache / ("models--" + model_id.replace("/", "--")) / "refs" / "main").is_file():
+        raise ModelNotFound(option, f"{missing}: {fetch_hint(model_id)}")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model_id, local_files_only=True))
+    except ImportError as exc:
+        raise ModelNotFound(option, f"{model_id}: huggingface_hub cannot load: {exc}") from None
+    except Exception as exc:  # LocalEntryNotFoundError: a snapshot folder without its files
+        raise ModelNotFound(
+            option, f"{missing}; {type(exc).__name__}: {exc}; {fetch_hint(model_id)}"
+        ) from None
 
 
 def shipped_baseline(model_id: str) -> Path | None:
