@@ -276,3 +276,33 @@ def test_the_golden_records_its_source_and_these_packages(golden: dict[str, Any]
             f"{package} {installed} is installed but the golden was made with {recorded}: "
             f"{REGENERATE}"
         )
+
+
+TRANSFORMERS4 = REPO / "unit" / "data" / "surgvu26_official_transformers4.json"
+
+
+@pytest.mark.slow
+def test_under_source_an_empty_answer_scores_as_the_official_code_with_transformers_4(
+    golden: dict[str, Any], official_models: ScoringModels
+) -> None:
+    """The same official run in a venv with transformers 4.57.6 and sentence-transformers 5.7.0
+    (bert-score, rouge-score, nltk and torch as the golden's; the stand-ins also carry
+    vocab.json and merges.txt, which transformers 4's RobertaTokenizer reads), the command of
+    this module's docstring with that venv's python and `--out /tmp/golden_t4.json`; its answers
+    run alone and its aggregates are kept in TRANSFORMERS4. There, empty answers do not crash:
+    they score what --compat source gives. BERTScore is exact (no model runs: the rescaled
+    zero); NLI runs the model in this process at its own thread count, so within 1e-6."""
+    old = json.loads(TRANSFORMERS4.read_text())
+    assert old["packages"]["transformers"].startswith("4.")
+    refs = instrument_references(golden)
+    source = SemanticScorer(official_models, source=True)
+    for name in ("empty", "spaces", "newlines"):
+        entry = old["alone"][name]
+        assert entry["error"] is None, name  # transformers 4: no crash
+        (official,) = entry["results"]
+        got = source.score(entry["candidate"], refs)
+        assert got["bertscore_f1"] == official["bertscore_f1"], name
+        assert got["nli_entailment"] == pytest.approx(official["nli_entailment"], abs=1e-6)
+        assert got["nli_bertscore_f1"] == pytest.approx(official["nli_bertscore_f1"], abs=1e-6)
+    for name in ("number", "null", "list", "object"):  # non-strings crash it there too
+        assert "PredictionProcessingError" in old["alone"][name]["error"], name

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from support.files import build_once
 
-VERSION = "v1"  # bump when a model or tokenizer changes: it names the cache folder
+VERSION = "v2"  # bump when a model or tokenizer changes: it names the cache folder
 ROBERTA_ID = "roberta-large"  # the official BERTScore model
 NLI_ID = "cross-encoder/nli-deberta-v3-base"  # the official NLI model
 NLI_LABELS = ("contradiction", "entailment", "neutral")  # the model card's label order
@@ -113,6 +113,9 @@ def build_roberta(out: Path, seed: int = 0) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    # vocab.json and merges.txt too, as the hub's roberta-large has them: transformers 4's
+    # RobertaTokenizer (bert_score asks for the slow one) reads only these
+    bpe.model.save(str(out))
     return out
 
 
