@@ -154,6 +154,8 @@ def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Out
     for k in tqdm(todo, desc="surgvqa: BERTScore and NLI", unit="answer", disable=None):
         o = out[k]
         answer = (o.prediction or {}).get("answer", o.raw)
+        if "scoring_error" in o.extra:  # an earlier run's (--resume): scored again now
+            o = replace(o, extra={k: v for k, v in o.extra.items() if k != "scoring_error"})
         try:
             got = scorer.score(answer, o.params["answers"])
         except Exception as exc:  # one answer's failure costs only its own model scores
