@@ -77,9 +77,10 @@ def write_evaluation(
         failure = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         found.pop("summary", None)
         found.pop("headline", None)
+    scored = {(o.model, o.case_id): o for o in outs}  # with the controller-side scores
     return EvaluationResult(
         name,
-        tuple(outcomes),
+        tuple(scored.get((o.model, o.case_id), o) for o in outcomes),  # in arrival order
         files=tuple(written.files),
         unwritten=tuple(written.unwritten),
         failure=failure,

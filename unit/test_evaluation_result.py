@@ -118,3 +118,46 @@ def test_a_summary_that_breaks_the_contract_fails_its_result_only(
     )
     assert {p.name for p in r.files} == {"raw_results.jsonl", "manifest.json"}  # kept
     assert s.exitstatus == pytest.ExitCode.TESTS_FAILED
+
+
+class _Scoring:
+    """The stock summary with a `score_outcomes` that adds a score, or fails (`fail`)."""
+
+    def __init__(self, fail: bool) -> None:
+        from support.reporting import BINARY
+
+        self.summarize, self.headline = BINARY.summarize, BINARY.headline
+        self.write_outputs, self.fail = BINARY.write_outputs, fail
+
+    def score_outcomes(self, outcomes, ctx):
+        if self.fail:
+            raise RuntimeError("the scoring model cannot load")
+        return [dataclasses.replace(o, scores={**o.scores, "late": 1.0}) for o in outcomes]
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_controller_side_scores_reach_raw_results_or_their_failure_keeps_them(
+    tmp_path: Path, toy, monkeypatch, fail: bool
+) -> None:
+    import json
+    import sys
+    import types
+
+    module = types.ModuleType("toy_scoring_summary")
+    module.SUMMARY = _Scoring(fail)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "toy_scoring_summary", module)
+    monkeypatch.setitem(
+        evaluations._specs, TOY, dataclasses.replace(toy, summary="toy_scoring_summary:SUMMARY")
+    )
+    plugin, _, _ = finished_plugin(tmp_path, [], monkeypatch)
+    (r,) = plugin.result.evaluations
+    raw = tmp_path / "results" / TOY / "r1" / "raw_results.jsonl"
+    rows = [json.loads(line) for line in raw.read_text().splitlines()]
+    assert [row["case_id"] for row in rows] == ["a-case", "b-case"]  # written either way
+    if fail:
+        assert r.failure == "RuntimeError: the scoring model cannot load"
+        assert all("late" not in row["scores"] for row in rows)  # the outcomes as they came
+    else:
+        assert r.failure is None
+        assert all(row["scores"]["late"] == 1.0 for row in rows)
+        assert all(o.scores["late"] == 1.0 for o in r.outcomes)  # the result holds them too
