@@ -23,6 +23,7 @@ from support import evaluations
 from support.comparisons.pairing import report_section
 from support.files import write_csv, write_jsonl
 from support.settings import RunSettings
+from support.summary_contract import LoadedSummary, SummaryContext
 from support.tables import calls_table, usage_table
 from support.types import Outcome
 
@@ -62,8 +63,9 @@ def write_evaluation(
     failure = None
     try:
         try:
-            outs = _scored(name, outs, run, out_dir, written)
-            _write_summary_files(name, outs, out_dir, run, completion, written, found)
+            summary_of, ctx, outs = _scored(name, outs, run, out_dir, written)
+            _write_summary_files(name, summary_of, ctx, outs, out_dir, run, completion, written,
+                                 found)  # fmt: skip
         finally:
             written.attempt(
                 lambda: [
@@ -91,20 +93,25 @@ def write_evaluation(
 
 def _scored(
     name: str, outs: list[Outcome], run: RunSettings, out_dir: Path, written: _Written
-) -> list[Outcome]:
-    """The outcomes with the summary's controller-side scores (`score_outcomes`), then
-    raw_results.jsonl; when scoring fails, raw_results.jsonl holds the outcomes as they came
-    and the error propagates (the evaluation's result says what broke)."""
+) -> tuple[LoadedSummary, SummaryContext, list[Outcome]]:
+    """The evaluation's summary and its context (loaded once, for every file after), and the
+    outcomes with the summary's controller-side scores (`score_outcomes`); then
+    raw_results.jsonl. When loading or scoring fails, raw_results.jsonl holds the outcomes as
+    they came and the error propagates (the evaluation's result says what broke)."""
     spec = evaluations.spec(name)
     try:
-        outs = spec.summary_module().scored(outs, spec.summary_context(run))
+        summary_of = spec.summary_module()
+        ctx = spec.summary_context(run)
+        outs = summary_of.scored(outs, ctx)
     finally:
         written.attempt(lambda: [write_jsonl(outs, out_dir / "raw_results.jsonl")])
-    return outs
+    return summary_of, ctx, outs
 
 
 def _write_summary_files(
     name: str,
+    summary_of: LoadedSummary,
+    ctx: SummaryContext,
     outs: list[Outcome],
     out_dir: Path,
     run: RunSettings,
@@ -115,9 +122,6 @@ def _write_summary_files(
     """summary.csv, usage.csv, calls.csv, the evaluation's own files, comparisons.csv and
     report.md; what they are made of goes into `found` (EvaluationResult's fields) as it is
     computed."""
-    spec = evaluations.spec(name)
-    summary_of = spec.summary_module()
-    ctx = spec.summary_context(run)
     found["data_label"] = ctx.data_label
     found["key_metrics"] = summary_of.KEY_METRICS
     summary = found["summary"] = summary_of.summarize(outs, ctx)

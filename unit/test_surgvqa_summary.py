@@ -136,9 +136,9 @@ def test_paired_counts_put_both_categories_in_one_row() -> None:
     assert s.yes_no_correct(vqa(0, 0.4, 0)) == 0.0 and s.yes_no_correct(vqa(0, 0.4, 1)) == 1.0
     assert math.isnan(s.yes_no_correct(vqa(0, 0.4, None)))
     assert math.isnan(s.yes_no_correct(tool_outcomes()[0]))
-    scores = s.COMPARISONS.scores(tool_outcomes()[0])
+    scores = s.comparisons_spec().scores(tool_outcomes()[0])  # a BLEU-only run's
     assert math.isnan(scores["bleu"]) and math.isnan(scores["yes_no_accuracy"])
-    assert s.COMPARISONS.scores(vqa(0, 0.4, 1)) == {"yes_no_accuracy": 1.0, "bleu": 0.4}
+    assert s.comparisons_spec().scores(vqa(0, 0.4, 1)) == {"yes_no_accuracy": 1.0, "bleu": 0.4}
 
 
 # ---- summary.csv ------------------------------------------------------------------------------

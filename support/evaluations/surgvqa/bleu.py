@@ -56,9 +56,8 @@ def scored_text(candidate: object) -> str:
     """The normalised candidate as the text-overlap metrics see it: whole, or, past
     MAX_CANDIDATE_TOKENS tokens, its first tokens joined by single spaces (BLEU's cut, above)."""
     text = normalize(candidate)
-    if candidate_cut(candidate):
-        return " ".join(text.split()[:MAX_CANDIDATE_TOKENS])
-    return text
+    words = text.split()
+    return " ".join(words[:MAX_CANDIDATE_TOKENS]) if len(words) > MAX_CANDIDATE_TOKENS else text
 
 
 def reference_scores(references: Sequence[str], candidate: str) -> list[float]:

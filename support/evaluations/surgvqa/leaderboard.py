@@ -16,7 +16,8 @@ from typing import Any
 from support.evaluations.surgvqa.semantic import SEMANTIC_METRICS
 from support.types import Outcome
 
-TEXT_SCORES = ("bleu", "rouge1", "rouge2", "rougeL")  # scored on the workers
+ROUGE_METRICS = ("rouge1", "rouge2", "rougeL")  # rouge-score's names
+TEXT_SCORES = ("bleu", *ROUGE_METRICS)  # scored on the workers
 VQA_SCORES = (*SEMANTIC_METRICS, *TEXT_SCORES)  # the official METRIC_KEYS order
 OFFICIAL_KEYS = {  # vlmbench's score -> the official metrics.json key
     "bertscore_f1": "bertscore_f1",

@@ -15,8 +15,7 @@ from functools import cache
 from typing import Any
 
 from support.evaluations.surgvqa.bleu import normalize, scored_text
-
-ROUGE_METRICS = ("rouge1", "rouge2", "rougeL")  # rouge-score's names
+from support.evaluations.surgvqa.leaderboard import ROUGE_METRICS
 
 
 @cache

@@ -174,13 +174,15 @@ def find_models(
     nli_folder = find_model("--surgvqa-nli-model", nli)
     baseline_file: Path | None
     baseline_id = bertscore  # whose table entries (layer, baseline) apply
+    rescaled_by: str | None = bertscore  # what the tables name the baseline by
     if baseline == NO_BASELINE:
-        baseline_file = None
+        baseline_file = rescaled_by = None
     elif baseline is not None and Path(baseline).expanduser().is_file():
         baseline_file = Path(baseline).expanduser()
+        rescaled_by = baseline_file.name
     elif baseline is not None:
         baseline_file = shipped_baseline(baseline)
-        baseline_id = baseline
+        baseline_id = rescaled_by = baseline
         if baseline_file is None:
             raise OptionError(
                 "--surgvqa-bertscore-baseline",
@@ -218,11 +220,7 @@ def find_models(
         None if baseline_file is None else str(baseline_file),
         bertscore_name=bertscore,
         nli_name=nli,
-        rescaled_by=None
-        if baseline_file is None
-        else (
-            baseline_id if baseline_file == shipped_baseline(baseline_id) else baseline_file.name
-        ),
+        rescaled_by=rescaled_by,
     )
 
 
@@ -233,9 +231,10 @@ def softmax_entailment(logits: Any, official: bool) -> Any:
     import numpy as np
 
     with np.errstate(over="ignore", invalid="ignore"):
-        probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
         exps = np.exp(logits)
-        bad = ~np.isfinite(probs).all(axis=1) | ~np.isfinite(exps.sum(axis=1))
+        sums = exps.sum(axis=1, keepdims=True)
+        probs = exps / sums
+        bad = ~np.isfinite(probs).all(axis=1) | ~np.isfinite(sums[:, 0])
     if not official and bad.any():
         from scipy.special import softmax
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, holds_data
 from support.evaluation import EvaluationSpec, Option, OptionError
+from support.evaluations.surgvqa.leaderboard import TEXT_SCORES
 from support.evaluations.surgvqa.rules import PROFILES, WRITEUP, SurgvqaRules
 from support.evaluations.surgvqa.semantic import (
     BERTSCORE_ID,
@@ -27,8 +28,7 @@ DATA_FILES = ("*_question.json", "*_fps1.mp4")
 # --surgvqa-metrics: 2025 = the write-up's BLEU; 2026 = the current official set (BERTScore-F1,
 # NLI entailment, NLI x BERT, BLEU, ROUGE-1/2/L); auto = 2026's metrics whose models are here
 METRIC_PROFILES = ("auto", "2025", "2026")
-ROUGE = ("rouge1", "rouge2", "rougeL")
-TEXT_METRICS = {"2025": ("bleu",), "2026": ("bleu", *ROUGE), "auto": ("bleu", *ROUGE)}
+TEXT_METRICS = {"2025": ("bleu",), "2026": TEXT_SCORES, "auto": TEXT_SCORES}
 
 
 @dataclass(frozen=True)

@@ -219,9 +219,6 @@ def comparisons_spec(scores: Sequence[str] = ("bleu",)) -> Comparisons:
     )
 
 
-COMPARISONS = comparisons_spec()  # a BLEU-only run's (2025); `comparisons` picks the run's
-
-
 def comparisons(
     outcomes: Sequence[Outcome],
     requested: Sequence[tuple[str, str]],
