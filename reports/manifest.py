@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -393,6 +393,9 @@ def models_section(
             "processes": len({p for p, _ in stats}),
             # --concurrency auto: 429s seen (SDK retries included), the most in flight it allowed
             "rate_limited": sum(int(s.get("rate_limited") or 0) for _, s in stats),
+            # requests holding each modality (text, image, points), cached ones included: what
+            # the model was given (an evaluation picks by ModelSpec.modalities)
+            "requests_with": _summed(s.get("requests_with") for _, s in stats),
             "concurrency_reached": max(
                 (int(s["concurrency_reached"]) for _, s in stats if s.get("concurrency_reached")),
                 default=None,
@@ -413,6 +416,15 @@ def models_section(
             entry["identities"] = identities
         out[name] = entry
     return out
+
+
+def _summed(counts: Iterable[Any]) -> dict[str, int]:
+    """Per-process {key: count} mappings added up, keys sorted (None and bad values skipped)."""
+    total: Counter[str] = Counter()
+    for found in counts:
+        if isinstance(found, Mapping):
+            total.update({str(k): int(v) for k, v in found.items() if isinstance(v, int)})
+    return dict(sorted(total.items()))
 
 
 def seeds(run: RunSettings, evaluation: str, settings: Any) -> dict[str, Any]:

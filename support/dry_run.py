@@ -72,6 +72,7 @@ class DryRunBackend(Backend):
         self.identity = inner.identity
         self.reads_hints = inner.reads_hints
         self.default_concurrency = inner.default_concurrency
+        self.modalities = inner.modalities
         self.max_batch = None  # no micro-batcher: each request is answered at once
 
     async def generate(self, request: Request) -> Response:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
-from support.backends.base import Backend
+from support.backends.base import Backend, BackendError
 from support.batches import BatchQueue
 from support.cache import cache_key
 from support.client.admission import Admission
@@ -141,6 +141,9 @@ class ModelClient:
         if batches is not None and self.answers is not None and batches.store is None:
             raise ValueError("a BatchQueue beside a cache needs its store (AnswerCache.put)")
         self.rate_limited = 0  # 429s the backend saw (its SDK's retries included)
+        # requests asked of this model holding each modality (cached ones included): what the
+        # run's manifest records the model was given
+        self.requests_with: dict[str, int] = {}
         listeners = getattr(backend, "rate_limit_listeners", None)
         if listeners is not None:
             listeners.append(self._on_rate_limited)
@@ -247,6 +250,7 @@ class ModelClient:
             "mean_batch": round(sum(sizes) / len(sizes), 2) if sizes else None,
             "max_batch": max(sizes, default=None),
             "batch_api": batches,
+            "requests_with": dict(sorted(self.requests_with.items())),
         }
 
     # ---- what evaluations and the runner call -----------------------------------------------
@@ -260,7 +264,19 @@ class ModelClient:
         return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)
 
     async def generate(self, request: Request) -> Response:
-        """The answer to `request`: cached, else sent through the layers (class docstring)."""
+        """The answer to `request`: cached, else sent through the layers (class docstring).
+        BackendError, for this request only, when it holds a modality the model does not read
+        (a cloud to a VLM, an image to a point-cloud model)."""
+        kinds = request.modalities
+        for kind in kinds:
+            self.requests_with[kind] = self.requests_with.get(kind, 0) + 1
+        unread = kinds - self.backend.modalities
+        if unread:
+            raise BackendError(
+                f"{self.name} reads {', '.join(sorted(self.backend.modalities))}; this request "
+                f"holds {', '.join(sorted(unread))} (an evaluation sends a model only the parts "
+                "its `modalities` name)"
+            )
         return await self._front.send(self.key(request), request)
 
     def _on_rate_limited(self, retry_after_s: float | None, sent_at: float | None = None) -> None:

@@ -55,3 +55,5 @@ class RunSettings:
     max_images: int | None = None  # `--max-images`: images per prompt a local engine accepts
     device: str | None = None  # `--device`: torch device of hf: models
     dtype: str | None = None  # `--dtype`: weights' dtype in local engines (None: auto)
+    # `--model-arg KEY=VALUE` pairs, in order: keyword arguments of `python:` models' factories
+    model_args: tuple[tuple[str, str], ...] = ()

@@ -1,8 +1,8 @@
 """The suite's value objects: Case, Part, Request, Response, Usage, Verdict, Outcome.
 
 All are frozen dataclasses with `to_json`/`from_json` so they cross process boundaries (xdist)
-and land in caches and reports as plain JSON. Image bytes never enter JSON: `Request.canonical()`
-hashes them.
+and land in caches and reports as plain JSON. Image bytes and point clouds never enter JSON:
+`Request.canonical()` hashes them.
 """
 
 from __future__ import annotations
@@ -88,22 +88,63 @@ class Case:
         )
 
 
+Modality = Literal["text", "image", "points"]
+MODALITIES: tuple[Modality, ...] = ("text", "image", "points")
+# a point cloud's frame (AnyPoint's): x right, Y up, +z toward the viewer ("in front of"), metres
+POINTS_FRAME = "y-up"
+POINT_DTYPES = ("float32", "float64")
+
+
+def points_sha256(points: np.ndarray) -> str:
+    """sha256 of a cloud's dtype, shape and little-endian C-order bytes."""
+    data = np.ascontiguousarray(points, dtype=points.dtype.newbyteorder("<"))
+    head = f"{data.dtype.name}:{'x'.join(map(str, data.shape))}:".encode()
+    return hashlib.sha256(head + data.tobytes()).hexdigest()
+
+
+def checked_points(points: Any) -> np.ndarray:
+    """A read-only copy of `points` as a model is sent it: float32 or float64, shape (N, 3) (xyz)
+    or (N, 6) (xyz, rgb in [0, 1]), every value finite. ValueError saying what is wrong."""
+    array = np.asarray(points)
+    if array.dtype.name not in POINT_DTYPES:
+        raise ValueError(f"a point cloud must be float32 or float64, not {array.dtype}")
+    if array.ndim != 2 or array.shape[1] not in (3, 6):
+        raise ValueError(f"a point cloud must have shape (N, 3) or (N, 6), not {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError("a point cloud holds a value that is not finite")
+    array = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
+    array.flags.writeable = False  # shared by the requests and the cache key: never changed
+    return array
+
+
 @dataclass(frozen=True)
 class Part:
-    """One piece of a user turn: either text or an encoded image (PNG or JPEG bytes)."""
+    """One piece of a user turn: text, an encoded image (PNG or JPEG bytes) or a point cloud.
+
+    A cloud (`points`) is a read-only float32/float64 array of shape (N, 3) or (N, 6): xyz in
+    metres in the POINTS_FRAME (AnyPoint's: Y up, +z "in front of", +x "to the right of"), then
+    rgb in [0, 1]. Like an image it enters cache keys and prompt hashes by content
+    (`points_sha256`), never as values.
+    """
 
     text: str | None = None
     image: bytes | None = field(default=None, repr=False)
     mime: str = "image/png"
+    points: np.ndarray | None = field(default=None, repr=False, compare=False)
     # sha256 of the image bytes, computed once: parts are shared by many requests (one frame,
     # dozens of questions) and every cache key and prompt hash needs it
     image_sha256: str = field(default="", init=False, repr=False, compare=False)
+    points_sha256: str = field(default="", init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if (self.text is None) == (self.image is None):
-            raise ValueError("a Part holds exactly one of text or image")
+        if sum(x is not None for x in (self.text, self.image, self.points)) != 1:
+            raise ValueError("a Part holds exactly one of text, image or points")
         if self.image is not None:
             object.__setattr__(self, "image_sha256", sha256_hex(self.image))
+        if self.points is not None:
+            points = checked_points(self.points)
+            object.__setattr__(self, "points", points)
+            object.__setattr__(self, "points_sha256", points_sha256(points))
 
     @classmethod
     def of_text(cls, text: str) -> Part:
@@ -125,6 +166,19 @@ class Part:
             return cls(image=data, mime=mime)
         return cls(image=encode_image(image, fmt, **save_options), mime=f"image/{fmt.lower()}")
 
+    @classmethod
+    def of_points(cls, points: Any) -> Part:
+        """A point cloud (see the class docstring), copied read-only; ValueError when its
+        dtype, shape or values cannot be a cloud."""
+        return cls(points=checked_points(points))
+
+    @property
+    def kind(self) -> Modality:
+        """ "text", "image" or "points": the modality a model must take to read this part."""
+        if self.image is not None:
+            return "image"
+        return "points" if self.points is not None else "text"
+
     @property
     def is_image(self) -> bool:
         return self.image is not None
@@ -140,9 +194,16 @@ class Part:
         """The image as base64 text, as the vendors' APIs take it."""
         return self.b64_ascii.decode("ascii")
 
-    def canonical(self) -> dict[str, str]:
+    def canonical(self) -> dict[str, Any]:
         if self.image is not None:
             return {"image_sha256": self.image_sha256, "mime": self.mime}
+        if self.points is not None:
+            return {
+                "points_sha256": self.points_sha256,
+                "shape": list(self.points.shape),
+                "dtype": self.points.dtype.name,
+                "frame": POINTS_FRAME,
+            }
         return {"text": self.text or ""}
 
 
@@ -194,6 +255,17 @@ class Request:
     @property
     def images(self) -> list[Part]:
         return [p for p in self.parts if p.is_image]
+
+    @property
+    def clouds(self) -> list[Part]:
+        """The parts holding point clouds, in order."""
+        return [p for p in self.parts if p.points is not None]
+
+    @property
+    def modalities(self) -> frozenset[str]:
+        """What a model must take to read this request: its parts' kinds ("text" always: a
+        system prompt or prefill is text too)."""
+        return frozenset({"text", *(p.kind for p in self.parts)})
 
 
 _log = logging.getLogger(__name__)

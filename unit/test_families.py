@@ -34,6 +34,7 @@ def test_the_family_is_the_configs_architecture_not_the_name(tmp_path):
     assert model_spec(f"hf:{qwen}").traits == {
         "box_convention": "resized",
         "prefill": "native",
+        "modalities": "text,image",
         "family": "qwen2_5_vl",
     }
     assert family_of(str(_folder(tmp_path, "other", "SomethingNew"))) is None

@@ -405,7 +405,11 @@ def test_a_provider_is_one_class_its_traits_read_without_building(monkeypatch):
 
     spec = model_spec("echo-test:m1")
     assert (spec.kind, spec.provider, spec.model_id) == ("api", "echo-test", "m1")
-    assert spec.traits == {"box_convention": "norm1000", "prefill": "native"}
+    assert spec.traits == {
+        "box_convention": "norm1000",
+        "prefill": "native",
+        "modalities": "text,image",
+    }
     assert "echo-test:<model-id>" in known_names() and built == []
     monkeypatch.delenv("ECHO_TEST_KEY", raising=False)
     assert registry.availability("echo-test:m1") == "echo-test:m1: ECHO_TEST_KEY is not set"
@@ -438,6 +442,7 @@ def test_a_provider_is_one_class_its_traits_read_without_building(monkeypatch):
         ("hf", "local-cpu", "hf", "native"),
         ("scripted", "reference", "", "request"),
         ("planted", "reference", "", "request"),
+        ("python", "local-cpu", "", "request"),
     ],
 )
 def test_the_suites_providers_and_their_traits(provider, kind, extra, prefill):
@@ -468,7 +473,8 @@ def test_the_provider_modules_import_without_their_extras(tmp_path):
     lines = out.stdout.splitlines()
     assert out.returncode == 0, out.stderr
     assert lines[0].split() == [
-        "anthropic", "google", "hf", "openai", "openai-compatible", "planted", "scripted", "vllm",
+        "anthropic", "google", "hf", "openai", "openai-compatible", "planted", "python",
+        "scripted", "vllm",
     ]  # fmt: skip
     assert lines[1].endswith('the anthropic package is not installed: pip install -e ".[api]"')
     assert lines[2].endswith('the torch package is not installed: pip install -e ".[hf]"')

@@ -53,6 +53,9 @@ class BackendOptions:
 
 
 KINDS = ("reference", "api", "local-gpu", "local-cpu")
+# what a model reads (support.types.Part.kind): the suite's vision-language models take text and
+# images; a point-cloud model (a `python:` model declaring it) takes "points"
+DEFAULT_MODALITIES: frozenset[str] = frozenset({"text", "image"})
 # weights' dtypes a local engine runs in (`--dtype`); "auto": the engine's own choice
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # how a request's prefill (text the answer must continue) reaches the model: "native" (the model
@@ -61,6 +64,10 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 # after rather than continues: OpenAI, Gemini), or "request" (the backend reads the Request as is)
 NATIVE_PREFILL = "native"
 REQUEST_PREFILL = "request"
+# a model that refuses a prefill (Claude 4.6 and later; thinking on a manual-thinking Claude; a
+# `python:` model declaring it): the prefill goes as a user-turn instruction
+# (api_models.without_prefill)
+UNSUPPORTED_PREFILL = "unsupported"
 # model families whose boxes are [x1, y1, x2, y2] relative in 0-1000 (Qwen2-VL's and Qwen3-VL's
 # grounding format; Qwen2.5-VL answers pixels)
 NORM1000_TAGS = ("qwen2-vl", "qwen2_vl", "qwen3-vl", "qwen3_vl")
@@ -97,6 +104,9 @@ class Backend:
     reads_hints: bool = False
     max_batch: int | None = None
     default_concurrency: int = 8
+    # the modalities its model reads; a request holding another is refused, request by request
+    # (support.engine.ModelClient), so no backend is ever handed a part it cannot send
+    modalities: frozenset[str] = DEFAULT_MODALITIES
 
     # -- what the provider is (class traits, read without building anything) ---------------------
     provider: ClassVar[str] = ""  # the prefix of `provider:model-id` (register_provider)
@@ -119,6 +129,18 @@ class Backend:
         if any(tag in model for tag in NORM1000_TAGS):
             return "norm1000"
         return "auto"
+
+    @classmethod
+    def modalities_of(cls, model_id: str) -> frozenset[str]:
+        """What the model reads (Part kinds), known without building it: `modalities` by
+        default; a provider whose models differ (`python:`) reads the model's own declaration."""
+        return cls.modalities
+
+    @classmethod
+    def prefill_of(cls, model_id: str) -> str:
+        """How a prefill reaches the model: `prefill` by default; a provider whose models
+        differ (`python:`) reads the model's own declaration."""
+        return cls.prefill
 
     @classmethod
     def check_model_id(cls, name: str, model_id: str) -> None:
@@ -162,7 +184,9 @@ class Backend:
     async def generate(self, request: Request) -> Response:
         raise NotImplementedError
 
-    async def generate_batch(self, requests: list[Request]) -> list[Response]:
+    async def generate_batch(self, requests: list[Request]) -> list[Response | BackendError]:
+        """The answers to `requests`, in order; a BackendError in a request's place fails that
+        request alone (the micro-batcher raises it to its caller only)."""
         return [await self.generate(r) for r in requests]
 
     async def aclose(self) -> None:

@@ -58,6 +58,7 @@ from support.backends import (  # noqa: F401
     gemini,
     openai_chat,
     planted,
+    python_model,
     scripted,
     transformers_local,
     vllm_local,
@@ -65,6 +66,7 @@ from support.backends import (  # noqa: F401
 from support.backends.api_models import API_MODELS, Rules, describe, rules_for
 from support.backends.base import (
     KINDS,
+    UNSUPPORTED_PREFILL,
     Backend,
     BackendOptions,
     BackendUnavailable,
@@ -73,11 +75,9 @@ from support.backends.base import (
 )
 from support.backends.families import Family, family_of
 from support.backends.thinking import VARIANT_SEP, Thinking, split_variant, variant_name
+from support.types import MODALITIES
 
 ENTRY_POINT_GROUP = "vlmbench.models"
-# ModelSpec.prefill of a model whose API refuses a prefill (Claude 4.6 and later; thinking on a
-# manual-thinking Claude): the prefill goes as a user-turn instruction (api_models.plan)
-UNSUPPORTED_PREFILL = "unsupported"
 
 
 @dataclass(frozen=True)
@@ -155,12 +155,23 @@ class ModelSpec:
         rules = self.rules
         if rules is not None and not rules.takes_prefill(self.thinking):
             return UNSUPPORTED_PREFILL
-        return self.backend_class.prefill
+        return self.backend_class.prefill_of(self.model_id)
+
+    @property
+    def modalities(self) -> frozenset[str]:
+        """What the model reads: "text", "image", "points" (support.types.Part.kind); an
+        evaluation sends each model the parts it reads (dynamic: the rendered scene, the cloud,
+        or both)."""
+        return self.backend_class.modalities_of(self.model_id)
 
     @property
     def traits(self) -> dict[str, str]:
         """What evaluations may ask of the model, as the run's manifest records it."""
-        traits = {"box_convention": self.box_convention, "prefill": self.prefill}
+        traits = {
+            "box_convention": self.box_convention,
+            "prefill": self.prefill,
+            "modalities": ",".join(m for m in MODALITIES if m in self.modalities),
+        }
         family = self.family
         if family is not None:
             traits["family"] = family.name

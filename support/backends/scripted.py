@@ -71,12 +71,13 @@ class ScriptedBackend(Backend):
         return [self._answer(r) for r in requests]
 
 
-def load_script(name: str, target: str) -> tuple[Script, str]:
-    """The function `target` ("module:function") names, and a revision: the sha256 of its
-    module's file (the qualified name when the module has none). ValueError naming what failed."""
+def load_script(name: str, target: str, syntax: str = SYNTAX) -> tuple[Script, str]:
+    """The callable `target` ("module:function") names, and a revision: the sha256 of its
+    module's file (the qualified name when the module has none). ValueError naming what failed
+    (`syntax`: the form the name should have, for a malformed one)."""
     module_name, sep, attr = target.partition(":")
     if not (sep and module_name and attr):
-        raise ValueError(f"{name}: expected {SYNTAX}")
+        raise ValueError(f"{name}: expected {syntax}")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:

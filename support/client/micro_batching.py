@@ -14,13 +14,15 @@ class MicroBatcher:
     """Gathers the requests waiting at one moment into one `generate_batch` call.
 
     One batch is in flight at a time (a local engine is one model); requests that arrive while it
-    runs wait and go together in the next call, up to `max_batch`. `settle_ticks` loop iterations
-    are yielded before a batch is cut so that coroutines released in the same tick can join it.
+    runs wait and go together in the next call, up to `max_batch`. A BackendError in the place
+    of a Response fails that request alone; an exception of the call fails the whole batch.
+    `settle_ticks` loop iterations are yielded before a batch is cut so that coroutines released
+    in the same tick can join it.
     """
 
     def __init__(
         self,
-        run_batch: Callable[[list[Request]], Awaitable[list[Response]]],
+        run_batch: Callable[[list[Request]], Awaitable[list[Response | BackendError]]],
         max_batch: int,
         settle_ticks: int = 3,
     ) -> None:
@@ -61,5 +63,9 @@ class MicroBatcher:
                     raise
                 continue
             for (_, fut), resp in zip(batch, responses, strict=True):
-                if not fut.done():
+                if fut.done():
+                    continue
+                if isinstance(resp, BackendError):  # that request failed alone
+                    fut.set_exception(resp)
+                else:
                     fut.set_result(resp)

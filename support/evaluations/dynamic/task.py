@@ -9,8 +9,12 @@ Each round yields one outcome per task, `<case>-tNNN` with NNN the task's place 
 order (AnyPoint's `task_id`).
 
 The costly step, as in the original, is a task's evaluation: the scene is assembled from its
-layout and objects, rendered on the CPU (render.py; cached by scene hash) and shown to the model
-with the question and lettered options (prompts.py).
+layout and objects and shown to the model with the question and lettered options (prompts.py).
+What a model is shown follows what it reads (`client.model.modalities`): a model reading images
+gets the scene rendered on the CPU (render.py; cached by scene hash), a point-cloud model the
+(N, 6) float64 cloud itself (AnyPoint's scene, as hard_data saves it), a model reading both gets
+both. Each outcome records what was sent (`extra["sent"]`) and the cloud's content hash, never
+its values.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from PIL import Image, ImageDraw, ImageFont
 from support.evaluation import CaseClient, CaseSkipped, Evaluation
 from support.evaluations.dynamic.assets import Asset, read_assets
 from support.evaluations.dynamic.embedder import Embedder, load_embedder
-from support.evaluations.dynamic.prompts import OptionSpace, letters
+from support.evaluations.dynamic.prompts import OptionSpace, letters, source_prompt_text
 from support.evaluations.dynamic.questions import Task, evaluator_category
 from support.evaluations.dynamic.render import render
 from support.evaluations.dynamic.scenes import build_scene, read_layouts
@@ -66,6 +70,12 @@ def scene_key(task: Task) -> str:
     """sha256 of what makes the scene: the layout and which object stands in each place."""
     text = json.dumps([task.layout, sorted(task.assignment.items())], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def sent_modalities(reads: frozenset[str]) -> tuple[str, ...]:
+    """What a model reading `reads` is shown of a scene: ("image",), ("points",) or both; empty
+    when it reads neither."""
+    return tuple(m for m in ("image", "points") if m in reads)
 
 
 def drawn(scene: np.ndarray) -> np.ndarray:
@@ -109,6 +119,8 @@ class DynamicEvaluation(Evaluation):
         self.embedder = _LazyEmbedder(settings.embedder, store)
         self._searches: dict[str, Search] = {}
         self._images: OnceCache[str, bytes] = OnceCache(maxsize=256)  # scene key -> PNG
+        # scene key -> its cloud (a read-only (N, 6) float64 Part, ~0.5 MB for 10k points)
+        self._clouds: OnceCache[str, Part] = OnceCache(maxsize=64)
 
     @classmethod
     def load(cls, run: RunSettings, settings: DynamicSettings) -> DynamicEvaluation:
@@ -208,13 +220,28 @@ class DynamicEvaluation(Evaluation):
 
         return self._images.get(scene_key(task), draw)
 
-    def request(self, task: Task) -> Request:
+    def cloud(self, task: Task) -> Part:
+        """The task's scene as a point-cloud part: (N, 6) float64, xyz in metres (Y up) and rgb
+        in [0, 1], as AnyPoint's generator builds and saves it (cached by scene key)."""
+
+        def build(_: str) -> Part:
+            return Part.of_points(build_scene(task.layout, task.assignment, self.assets))
+
+        return self._clouds.get(scene_key(task), build)
+
+    def request(self, task: Task, sent: tuple[str, ...] = ("image",)) -> Request:
+        """The task as a request showing the scene as `sent` says (sent_modalities): the
+        picture, then the cloud; then the text: the profile's prompt where there is a picture
+        (the write-up's states the camera), the original's text for a cloud alone."""
         truth = letters(len(task.options))[task.options.index(task.answer)]
+        shown: list[Part] = []
+        if "image" in sent:
+            shown.append(Part.of_image(self.image(task)))
+        if "points" in sent:
+            shown.append(self.cloud(task))
+        prompt = self.settings.rules.prompt if "image" in sent else source_prompt_text
         return Request(
-            parts=(
-                Part.of_image(self.image(task)),
-                Part.of_text(self.settings.rules.prompt(task.question, task.options)),
-            ),
+            parts=(*shown, Part.of_text(prompt(task.question, task.options))),
             max_tokens=MAX_TOKENS,
             target=truth,
             answer_space=OptionSpace(len(task.options), truth, task.category, task.key),
@@ -225,17 +252,23 @@ class DynamicEvaluation(Evaluation):
 
     async def evaluate(self, case: Case, client: CaseClient) -> list[Verdict]:
         p = case.params
+        sent = sent_modalities(client.model.modalities)
+        if not sent:
+            raise CaseSkipped(
+                f"{client.name} reads neither images nor point clouds (its modalities: "
+                f"{', '.join(sorted(client.model.modalities))})"
+            )
         search = self.search(p["strategy"], p["lambda"])
         k = p["round"]
         plan = search.plan(k, self.history(case, search, client.history))
         forks = [client.fork() for _ in plan]
-        requests = [self.request(task) for task, _ in plan]
+        requests = [self.request(task, sent) for task, _ in plan]
         answers = await asyncio.gather(
             *(fork.generate(r) for fork, r in zip(forks, requests, strict=True))
         )
         verdicts = []
-        for rank, ((task, utility), fork, answer) in enumerate(
-            zip(plan, forks, answers, strict=True)
+        for rank, ((task, utility), fork, answer, request) in enumerate(
+            zip(plan, forks, answers, requests, strict=True)
         ):
             text = answer.text
             picked = self.parse(text, task.options)
@@ -270,6 +303,13 @@ class DynamicEvaluation(Evaluation):
                         "assignment": dict(task.assignment),
                         "scene": scene_key(task),
                         "seed": search.config.seed,
+                        # what the model was shown, and the cloud by content (never its values)
+                        "sent": list(sent),
+                        **(
+                            {"cloud_sha256": request.clouds[0].points_sha256}
+                            if request.clouds
+                            else {}
+                        ),
                     },
                 )
             )
