@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from support.backends import python_model
-from support.backends.base import BackendError, BackendOptions, BackendUnavailable
+from support.backends.base import BackendBuildError, BackendError, BackendOptions
 from support.backends.registry import create_backend, model_spec
 from support.backends.scripted import ScriptedBackend
 from support.cache import ResponseCache, cache_key
@@ -296,7 +296,7 @@ def test_bad_names_say_what_is_wrong(user_module):
         model_spec(f"python:{module}:Missing")
 
 
-def test_a_factory_that_fails_or_gives_no_model_makes_the_model_unavailable(user_module):
+def test_a_factory_that_fails_or_gives_no_model_is_a_build_error(user_module):
     module = user_module(
         """
         class Broken:
@@ -307,11 +307,11 @@ def test_a_factory_that_fails_or_gives_no_model_makes_the_model_unavailable(user
             pass
         """
     )
-    with pytest.raises(BackendUnavailable, match=r"Broken\(checkpoint='x.pth'\) raised File"):
+    with pytest.raises(BackendBuildError, match=r"Broken\(checkpoint='x.pth'\) raised File"):
         create_backend(f"python:{module}:Broken", opts_with({"checkpoint": "x.pth"}))
-    with pytest.raises(BackendUnavailable, match=r"Broken.*raised TypeError"):
+    with pytest.raises(BackendBuildError, match=r"Broken.*raised TypeError"):
         create_backend(f"python:{module}:Broken", opts_with({}))
-    with pytest.raises(BackendUnavailable, match="without a generate method"):
+    with pytest.raises(BackendBuildError, match="without a generate method"):
         create_backend(f"python:{module}:Mute", opts_with({}))
 
 

@@ -32,6 +32,12 @@ class BackendUnavailable(RuntimeError):
     """The backend cannot run here (missing key, package or accelerator): its cases are skipped."""
 
 
+class BackendBuildError(RuntimeError):
+    """The model's own code failed while it was being built (a `python:` factory that raised, a
+    checkpoint it could not load): nothing about this machine to skip for, so its cases fail,
+    each naming the error; the model is built once per process, failed or not."""
+
+
 @dataclass(frozen=True)
 class BackendOptions:
     """Session settings a factory may read."""

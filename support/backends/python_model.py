@@ -3,7 +3,9 @@
 The factory (a class, or a function returning the model) is imported when the name is checked
 (configure: a malformed name, a module that does not import or a missing factory is a usage
 error naming it) and called once per process, with the run's `--model-arg` pairs as keyword
-arguments (strings): `PointQAModel(checkpoint="checkpoints/model.pth")`. The object answers
+arguments (strings): `PointQAModel(checkpoint="checkpoints/model.pth")`; a factory that raises
+fails the model's cases with its error (BackendBuildError), never a silent skip. The module is
+found on the import path, the working folder included. The object answers
 
     generate(request: support.types.Request) -> str | list[str]       (sync or async)
     generate_batch(requests: list[Request]) -> list[str | list[str]]  (optional, sync or async)
@@ -36,6 +38,8 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,9 +50,9 @@ from support.backends.base import (
     REQUEST_PREFILL,
     UNSUPPORTED_PREFILL,
     Backend,
+    BackendBuildError,
     BackendError,
     BackendOptions,
-    BackendUnavailable,
     register_provider,
 )
 from support.backends.scripted import load_script
@@ -112,7 +116,12 @@ def read_traits(where: str, source: object) -> Traits:
 @functools.cache
 def factory_of(name: str, target: str) -> tuple[Callable[..., Any], str, Traits]:
     """The factory `target` ("module:Factory") names, its module file's sha256 and its traits
-    (imported once per process). ValueError naming what failed."""
+    (imported once per process). The working folder is searched last, as `python -m pytest`
+    searches it first: a module beside the command imports under plain `pytest` too.
+    ValueError naming what failed."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
     factory, revision = load_script(name, target, SYNTAX)
     return factory, revision, read_traits(f"{name}: {target}", factory)
 
@@ -185,14 +194,14 @@ class PythonBackend(Backend):
         try:
             model = factory(**args)
         except Exception as exc:
-            raise BackendUnavailable(f"{name}: {call} raised {type(exc).__name__}: {exc}") from exc
+            raise BackendBuildError(f"{name}: {call} raised {type(exc).__name__}: {exc}") from exc
         if not callable(getattr(model, "generate", None)):
             kind = type(model).__name__
-            raise BackendUnavailable(f"{name}: {call} gave a {kind} without a generate method")
+            raise BackendBuildError(f"{name}: {call} gave a {kind} without a generate method")
         try:
             own = read_traits(f"{name}: {call}", model)
         except ValueError as exc:
-            raise BackendUnavailable(str(exc)) from exc
+            raise BackendBuildError(str(exc)) from exc
         identity = {
             "provider": "python",
             "model": model_id,

@@ -1,0 +1,170 @@
+"""The dynamic evaluation for the models it was written for: a point-cloud model of the user's
+own code, through `--model python:...`, end to end (`pytest evals/dynamic` in a subprocess).
+
+The model is the suite's tiny PyTorch point-cloud QA model (support/testing/tiny_pointqa.py),
+loaded from a `.pth` state dict with `torch.load(weights_only=True)`; it asserts that each
+request holds one (N, 6) float32/float64 cloud, so a cloud that did not reach it, or arrived
+in another shape, is an error outcome. Beside it: a VLM (the suite's tiny LLaVA on
+transformers, which reads the rendered picture), and a model reading both.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from support.testing.tiny_pointqa import save_checkpoint
+
+MODEL = "python:support.testing.tiny_pointqa:PointQAModel"
+
+
+def rows(results: Path) -> list[dict]:
+    (run,) = (results / "dynamic").iterdir()
+    return [json.loads(line) for line in (run / "raw_results.jsonl").read_text().splitlines()]
+
+
+def manifest(results: Path) -> dict:
+    (run,) = (results / "dynamic").iterdir()
+    return json.loads((run / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    return save_checkpoint(tmp_path_factory.mktemp("checkpoints") / "model.pth")
+
+
+def test_a_point_cloud_model_of_your_own_runs_the_quick_search_under_xdist(run_suite, checkpoint):
+    result, results = run_suite(
+        "dynamic", "-m", "quick", "-n", "2", "--model", MODEL,
+        "--model-arg", f"checkpoint={checkpoint}",
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    found = rows(results)
+    assert len(found) == 40  # 2 searches x 2 quick rounds x 10 tasks
+    assert {o["status"] for o in found} <= {"correct", "wrong"}  # no error, no unparsable
+    assert all(o["extra"]["sent"] == ["points"] for o in found)
+    assert all(len(o["extra"]["cloud_sha256"]) == 64 for o in found)
+    entry = manifest(results)["models"][MODEL]
+    assert entry["traits"]["modalities"] == "text,points"
+    assert entry["requests_with"]["points"] == entry["requests_with"]["text"] > 0
+    assert "image" not in entry["requests_with"]
+    assert entry["identity"]["files"]["checkpoint"]  # the weights keyed by content
+
+
+def test_the_full_random_search_with_the_point_cloud_model(run_suite, checkpoint):
+    result, results = run_suite(
+        "dynamic", "--dynamic-strategy", "random", "--model", MODEL,
+        "--model-arg", f"checkpoint={checkpoint}",
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    found = rows(results)
+    assert len(found) == 100 and {o["status"] for o in found} <= {"correct", "wrong"}
+    wrong = sum(o["status"] == "wrong" for o in found)
+    assert 0 < wrong < 100  # a real model: some right, some wrong
+    (run,) = (results / "dynamic").iterdir()
+    folder = run / "python_support.testing.tiny_pointqa_PointQAModel" / "random"
+    info = json.loads((folder / "results.json").read_text())
+    assert info["stats"]["errors"] == wrong
+    assert len(list((folder / "hard_data" / "pcd").glob("*.npy"))) == wrong
+
+
+def test_a_vlm_and_the_point_cloud_model_side_by_side(run_suite, checkpoint, shared_cache):
+    from support.testing.tiny_vlm import ensure_tiny_vlm
+
+    vlm = f"hf:{ensure_tiny_vlm(shared_cache)}"
+    result, results = run_suite(
+        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", vlm,
+        "--model", MODEL, "--model-arg", f"checkpoint={checkpoint}",
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    found = rows(results)
+    by_model = {m: [o for o in found if o["model"] == m] for m in (vlm, MODEL)}
+    assert [len(v) for v in by_model.values()] == [20, 20]
+    assert all(o["extra"]["sent"] == ["image"] for o in by_model[vlm])
+    assert all("cloud_sha256" not in o["extra"] for o in by_model[vlm])
+    assert all(o["extra"]["sent"] == ["points"] for o in by_model[MODEL])
+    assert not [o for o in found if o["status"] == "error"]
+    # the same tasks, each model shown the scene its own way
+    assert [o["extra"]["task_key"] for o in by_model[vlm]] == [
+        o["extra"]["task_key"] for o in by_model[MODEL]
+    ]
+    models = manifest(results)["models"]
+    assert set(models[vlm]["requests_with"]) == {"image", "text"}
+    assert set(models[MODEL]["requests_with"]) == {"points", "text"}
+
+
+BOTH = """
+    from support.testing.tiny_pointqa import PointQAModel
+
+
+    class BothReader(PointQAModel):
+        modalities = ("image", "points")
+
+        def generate(self, request):
+            (image,) = request.images
+            assert image.mime == "image/png" and image.image.startswith(b"\\x89PNG"), image.mime
+            assert [p.kind for p in request.parts] == ["image", "points", "text"]
+            return super().generate(request)
+
+        def generate_batch(self, requests):
+            return [self.generate(r) for r in requests]
+"""
+
+
+def test_both_modalities_to_one_model(run_suite, checkpoint, tmp_path, monkeypatch):
+    (tmp_path / "both_reader.py").write_text(textwrap.dedent(BOTH))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    model = "python:both_reader:BothReader"
+    result, results = run_suite(
+        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", model,
+        "--model-arg", f"checkpoint={checkpoint}",
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    found = rows(results)
+    assert len(found) == 20 and not [o for o in found if o["status"] == "error"]
+    assert all(o["extra"]["sent"] == ["image", "points"] for o in found)
+    assert manifest(results)["models"][model]["requests_with"] == {
+        "image": 20,
+        "points": 20,
+        "text": 20,
+    }
+
+
+def test_a_checkpoint_that_does_not_load_fails_the_run_naming_it(run_suite, tmp_path):
+    missing = tmp_path / "nowhere" / "model.pth"
+    result, _ = run_suite(
+        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", MODEL,
+        "--model-arg", f"checkpoint={missing}",
+    )  # fmt: skip
+    out = result.stdout.str()
+    assert result.ret == 1, out[-3000:]  # failed, never skipped
+    assert f"PointQAModel(checkpoint='{missing}') raised FileNotFoundError" in out
+
+
+TEXT_ONLY = """
+    class Reader:
+        modalities = ("text",)
+
+        def generate(self, request):
+            return "A"
+"""
+
+
+def test_a_model_reading_neither_pictures_nor_clouds_is_skipped_saying_so(
+    run_suite, tmp_path, monkeypatch
+):
+    (tmp_path / "text_reader.py").write_text(textwrap.dedent(TEXT_ONLY))
+    monkeypatch.chdir(tmp_path)  # the working folder is on the factory's import path
+    result, _ = run_suite(
+        "dynamic", "-m", "quick", "--dynamic-strategy", "random",
+        "--model", "python:text_reader:Reader",
+    )  # fmt: skip
+    out = result.stdout.str()
+    assert "reads neither images nor point clouds" in out, out[-3000:]
+    result.assert_outcomes(skipped=2)
