@@ -5,7 +5,11 @@
 The model is the planted rule (planted.py), not a pytest case: no rendering, no backend. B=100,
 K=10, N=1000 over seeds 42..51; strategies `random` and `dynamic` with lambda 0, 0.2 and 1; all of
 one seed plan from the same pools (Search.variant). Target (issue 13): with `where_distance=0.9,
-*=0.05`, lambda=0 finds at least twice as many errors as random on average. Null control: with
+*=0.05`, lambda=0 finds at least twice as many errors as random on average. A pool holds all 19
+categories (questions.CATEGORIES, the default): generate gives each 52 of N=1000 and the first 12
+one more, so where_distance_closest and _farthest are 106 of 1000 and random expects
+B * (0.106 * 0.9 + 0.894 * 0.05) = 14.0 errors (`random_expectation`, printed; 26.3 with the 8
+categories before). Null control: with
 `*=0.3` (failures spread at random, nothing to learn) every dynamic mean is within 3 standard errors
 of the random one.
 
@@ -29,6 +33,7 @@ import pytest
 from support.evaluations.dynamic.assets import ensure_assets, read_assets
 from support.evaluations.dynamic.embedder import load_embedder
 from support.evaluations.dynamic.planted import PlantedRule
+from support.evaluations.dynamic.questions import CATEGORIES
 from support.evaluations.dynamic.search import Evaluated, Search, SearchConfig
 
 PLANTED = "where_distance=0.9,*=0.05"
@@ -56,6 +61,14 @@ class HashingEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self._vectorizer.transform(list(texts)).toarray().astype(np.float32)
+
+
+def random_expectation(rule: PlantedRule, budget: int = 100, pool: int = 1000) -> float:
+    """Errors random sampling expects in `budget` picks: each category's share of a pool (as
+    generate splits it: equal shares, the first categories taking the remainder) times its rate."""
+    base, extra = divmod(pool, len(CATEGORIES))
+    shares = [(base + (i < extra)) / pool for i in range(len(CATEGORIES))]
+    return budget * sum(p * rule.rate(c) for p, c in zip(shares, CATEGORIES, strict=True))
 
 
 def errors_found(search: Search, rule: PlantedRule) -> int:
@@ -90,6 +103,7 @@ def _mean_se(values: list[int]) -> tuple[float, float]:
 def _table(rule: str, rows: dict[str, list[int]]) -> None:
     seeds = f"{SEEDS.start}..{SEEDS.stop - 1}"
     print(f"\nrule {rule!r}: errors found in B=100 (K=10, N=1000), seeds {seeds}")
+    print(f"  random's expectation {random_expectation(PlantedRule.parse(rule)):.1f}")
     for label, values in rows.items():
         mean, se = _mean_se(values)
         spread = f"range {min(values)}-{max(values)}"

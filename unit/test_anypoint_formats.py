@@ -216,3 +216,8 @@ def test_generator_spelling_of_every_category(category):
     assert generator_category({"category": short, "generator_category": category}) == category
     assert generator_category({"category": short}) == category
     assert category in generator_spellings()
+
+
+def test_every_generator_spelling_is_a_category():
+    """All fifteen generator types, each distance one twice: nineteen categories."""
+    assert set(CATEGORIES) == generator_spellings() and len(CATEGORIES) == 19

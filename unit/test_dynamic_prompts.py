@@ -60,6 +60,36 @@ def test_parse_choice(answer: str, picked: str | None) -> None:
     assert parse_choice(answer, OPTIONS) == picked
 
 
+# list answers (AnyPoint: the values sorted, joined by ", "), mixed sizes as the frequency
+# generators' scene-first distractors give them, and count answers
+LISTS = ["metal, wood", "wood", "glass, metal", "fabric, metal, wood"]
+COUNTS = ["1", "2", "3", "4"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "options", "picked"),
+    [
+        ("metal, wood", LISTS, "metal, wood"),
+        ("(C) glass, metal", LISTS, "glass, metal"),
+        ("B", LISTS, "wood"),
+        ("The materials are metal, wood.", LISTS, "metal, wood"),  # not "wood" inside it
+        ("Only wood.", LISTS, "wood"),
+        ("fabric, metal, wood", LISTS, "fabric, metal, wood"),
+        ("It is made of glass, metal", LISTS, "glass, metal"),
+        ("metal and glass", LISTS, None),  # no option's text
+        ("2", COUNTS, "2"),
+        ("There are 3 colors.", COUNTS, "3"),
+        ("(D) 4", COUNTS, "4"),
+        ("Answer: A", COUNTS, "1"),
+        ("2 or 3", COUNTS, None),
+    ],
+)
+def test_parse_choice_list_and_count_options(answer: str, options: list, picked) -> None:
+    assert parse_choice(answer, options) == picked
+    if picked is not None and answer in (picked, f"({'ABCD'[options.index(picked)]}) {picked}"):
+        assert parse_choice_source(answer, options, _letters_encoder) == picked
+
+
 @given(st.text(max_size=200))
 def test_parsers_never_raise_and_pick_an_option_or_none(answer: str) -> None:
     assert parse_choice(answer, OPTIONS) in [*OPTIONS, None]

@@ -231,7 +231,7 @@ def test_lambda_zero_chases_the_failing_category(assets) -> None:
     def hits(plans: list) -> int:
         return sum(t.category.startswith("where_distance") for p in plans[1:] for t, _ in p)
 
-    assert hits(dynamic) >= 40  # of 50 picks after the cold start
+    assert hits(dynamic) >= 35  # of 50 picks after the cold start (random: about 5)
     assert hits(dynamic) > 2 * hits(rand)
 
 

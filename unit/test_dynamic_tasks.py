@@ -41,7 +41,7 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Asset]:
 
 @pytest.fixture(scope="module")
 def tasks(assets: dict[str, Asset]) -> list:
-    return generate(np.random.default_rng(11), assets, 800)
+    return generate(np.random.default_rng(11), assets, 100 * len(CATEGORIES))  # 100 each
 
 
 def names_in(task, assets) -> dict[str, str]:

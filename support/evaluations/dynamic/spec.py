@@ -195,7 +195,7 @@ SPEC = EvaluationSpec(
         Option(
             "--dynamic-categories",
             metavar="C[,C...]",
-            help="question categories to draw from (default: all eight, e.g. what_attribute_, "
+            help="question categories to draw from (default: all nineteen, e.g. what_attribute_, "
             "where_distance_closest)",
         ),
         Option(
