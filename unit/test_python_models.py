@@ -209,12 +209,18 @@ def test_an_argument_naming_a_file_keys_the_cache_by_its_content(user_module, tm
     assert (tmp_path / "cache" / "file-hashes.json").is_file()  # memoised by size and mtime
 
 
-def test_one_failing_request_fails_alone_in_a_batch(user_module, tmp_path):
+@pytest.fixture
+def reader(user_module, tmp_path):
+    """The point-cloud Reader built with checkpoint "w" (w.pth), and its ModelClient."""
     module = user_module(POINT_MODEL)
     weights = tmp_path / "w.pth"
     weights.write_text("w")
     backend = create_backend(f"python:{module}:Reader", opts_with({"checkpoint": str(weights)}))
-    client = ModelClient(backend, cache=None, concurrency=1)
+    return backend, ModelClient(backend, cache=None, concurrency=1)
+
+
+def test_one_failing_request_fails_alone_in_a_batch(reader):
+    _, client = reader
     texts = ["q0", "boom", "q2", "q3"]
 
     async def main():
@@ -227,12 +233,8 @@ def test_one_failing_request_fails_alone_in_a_batch(user_module, tmp_path):
     assert [o.text for i, o in enumerate(out) if i != 1] == ["A:w:10"] * 3
 
 
-def test_a_python_model_is_refused_what_it_does_not_read(user_module, tmp_path):
-    module = user_module(POINT_MODEL)
-    weights = tmp_path / "w.pth"
-    weights.write_text("w")
-    backend = create_backend(f"python:{module}:Reader", opts_with({"checkpoint": str(weights)}))
-    client = ModelClient(backend, cache=None, concurrency=1)
+def test_a_python_model_is_refused_what_it_does_not_read(reader):
+    backend, client = reader
     image = Part(image=b"\x89PNG fake", mime="image/png")
     with pytest.raises(BackendError, match="holds image"):
         asyncio.run(client.generate(Request(parts=(image, Part.of_text("q")))))
