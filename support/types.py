@@ -168,9 +168,9 @@ class Part:
 
     @classmethod
     def of_points(cls, points: Any) -> Part:
-        """A point cloud (see the class docstring), copied read-only; ValueError when its
-        dtype, shape or values cannot be a cloud."""
-        return cls(points=checked_points(points))
+        """A point cloud (see the class docstring), copied read-only (`checked_points`, in
+        __post_init__); ValueError when its dtype, shape or values cannot be a cloud."""
+        return cls(points=np.asarray(points))
 
     @property
     def kind(self) -> Modality:
