@@ -225,6 +225,17 @@ def run_official(evaluate, rows: list[dict], work: Path) -> dict:
     return json.loads((out / "metrics.json").read_text())
 
 
+def cpu_vendor() -> str:
+    """/proc/cpuinfo's vendor_id ("AuthenticAMD", "GenuineIntel"), else "unknown"."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--evaluation", required=True, type=Path, help="the checkout's evaluation/")
@@ -258,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         # the NLI logits' last bit depends on torch's CPU thread count (unit test's docstring)
         "torch_threads": torch.get_num_threads(),
+        # and on the CPU's vendor and instruction set (the math library's kernels): the unit
+        # test asks for every bit only on a machine of this signature
+        "cpu": f"{cpu_vendor()} {torch.backends.cpu.get_cpu_capability()}",
         "packages": {p: metadata.version(p) for p in packages},
         "cases": rows,
         "metrics": {

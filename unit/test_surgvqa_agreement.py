@@ -31,7 +31,13 @@ rule, the rescaled zero.
 The golden was made on CPU with torch at 2 threads: the NLI model's float32 logits move by an ulp
 at another thread count (measured: at 1 thread, NLI entailment and NLI x BERT move by up to
 1.2e-7, 38 of the 159 model values; BERTScore does not), so the golden's cases are scored in a
-child process on CPU at GOLDEN_THREADS (`vlmbench_scores`).
+child process on CPU at GOLDEN_THREADS (`vlmbench_scores`). The bits also depend on the CPU: the
+math library picks its kernels by vendor and instruction set (measured on an AMD EPYC with
+AVX512, 2026-11-27, against the golden made on the machine before it: 139 of the 159 model values
+differ, by up to 4.2e-6 for the rescaled BERTScore, 1.5e-6 for NLI x BERT, 2.7e-7 for NLI). So
+the model values must equal the golden's to the bit where the golden records this machine's
+`cpu` (`cpu_signature`: vendor and torch's CPU capability), and agree within CROSS_CPU_ABS
+elsewhere; BLEU and ROUGE (no floats of a model) are compared to the bit on every machine.
 """
 
 from __future__ import annotations
@@ -69,6 +75,33 @@ GOLDEN_THREADS = 2  # torch's CPU threads when the golden was made (its `torch_t
 # the packages whose versions the agreement depends on: installed must equal the golden's
 PINNED = ("bert-score", "rouge-score", "sentence-transformers")
 RECORDED = (*PINNED, "transformers", "torch", "nltk", "numpy", "tokenizers")
+# model values on another CPU than the golden's: float32 kernels chosen by vendor and
+# instruction set move them (4.2e-6 at most measured, after BERTScore's rescale, x6): 2.4x room
+CROSS_CPU_ABS = 1e-5
+
+
+def cpu_signature() -> str:
+    """The CPU's vendor and torch's CPU capability ("AuthenticAMD AVX512"): what picks the float
+    kernels a model's values come from (tools/surgvu26_official.py records the same)."""
+    import torch
+
+    vendor = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                vendor = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{vendor} {torch.backends.cpu.get_cpu_capability()}"
+
+
+def model_values_differ(golden: dict[str, Any], got: float, want: float) -> bool:
+    """Whether a model value disagrees: any bit on the golden's own CPU, more than
+    CROSS_CPU_ABS on another (the golden's `cpu`, absent in one made before it was recorded)."""
+    if golden.get("cpu") == cpu_signature():
+        return got != want
+    return abs(got - want) > CROSS_CPU_ABS
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +209,9 @@ def test_model_scores_equal_the_official_to_the_bit(
         (r["case_id"], m, vlmbench_scores[r["case_id"]][m], r[m])
         for r in golden["metrics"]["results"]
         for m in SEMANTIC_METRICS
-        if vlmbench_scores[r["case_id"]][m] != r[m]
+        if model_values_differ(golden, vlmbench_scores[r["case_id"]][m], r[m])
     ]
-    assert not differ, differ
+    assert not differ, (golden.get("cpu"), cpu_signature(), differ)
 
 
 @pytest.mark.slow
@@ -202,10 +235,18 @@ def test_metrics_json_is_the_official_file(
     got = metrics_json(rows, VQA_SCORES)
     want = golden["metrics"]
     assert list(got) == ["results", "aggregates"]
-    assert got["results"] == want["results"]
     assert [list(r) for r in got["results"]] == [list(r) for r in want["results"]]  # key order
-    assert got["aggregates"] == want["aggregates"]  # statistics.mean, to the bit
     assert list(got["aggregates"]) == list(want["aggregates"])
+    if golden.get("cpu") == cpu_signature():  # the golden's own CPU: every value to the bit
+        assert got["results"] == want["results"]
+        assert got["aggregates"] == want["aggregates"]  # statistics.mean, to the bit
+        return
+    # another CPU: the same file but for the model values' last bits (model_values_differ)
+    for g, w in zip(got["results"], want["results"], strict=True):
+        assert not [k for k in w if k not in SEMANTIC_METRICS and g[k] != w[k]], w["case_id"]
+        assert not [k for k in SEMANTIC_METRICS if model_values_differ(golden, g[k], w[k])]
+    for key, value in want["aggregates"].items():  # a mean of values within the tolerance
+        assert abs(got["aggregates"][key] - value) <= CROSS_CPU_ABS, key
 
 
 def test_the_official_code_crashes_on_non_strings_and_blank_answers(
