@@ -74,10 +74,17 @@ def test_the_full_random_search_with_the_point_cloud_model(run_suite, checkpoint
     assert len(list((folder / "hard_data" / "pcd").glob("*.npy"))) == wrong
 
 
-def test_a_vlm_and_the_point_cloud_model_side_by_side(run_suite, checkpoint, shared_cache):
+@pytest.fixture(scope="module")
+def vlm(shared_cache) -> str:
+    """The tiny LLaVA as an `hf:` model. Built in a module fixture, before any test's pytester
+    snapshot of sys.modules: pytester's teardown drops the modules a test imported, and torch's
+    distributed modules, imported again, register their operator library twice."""
     from support.testing.tiny_vlm import ensure_tiny_vlm
 
-    vlm = f"hf:{ensure_tiny_vlm(shared_cache)}"
+    return f"hf:{ensure_tiny_vlm(shared_cache)}"
+
+
+def test_a_vlm_and_the_point_cloud_model_side_by_side(run_suite, checkpoint, vlm):
     result, results = run_suite(
         "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", vlm,
         "--model", MODEL, "--model-arg", f"checkpoint={checkpoint}",
