@@ -22,6 +22,7 @@ pytest.importorskip("transformers")
 from support.testing.tiny_pointqa import save_checkpoint
 
 MODEL = "python:support.testing.tiny_pointqa:PointQAModel"
+pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
 
 
 def rows(results: Path) -> list[dict]:
