@@ -76,10 +76,10 @@ def _usage_table(tr: Any, r: EvaluationResult) -> None:
 def _brief(tr: Any, result: RunResult, run: RunSettings) -> None:
     """Per evaluation: a heading, the brief table, one line of counts (see reports.terminal);
     then one line naming the result folders."""
-    from support.tables import in_model_order, markdown_table
+    from support.tables import in_model_order, key_metrics, markdown_table
 
     for r in result.summarized:
-        metrics = terminal.key_metrics(r.headline, r.key_metrics)
+        metrics = key_metrics(r.headline, r.key_metrics)
         table = terminal.brief_table(in_model_order(r.headline, run.models), metrics)
         what = [", ".join(metrics)]
         if any(f"{m}_lo" in r.headline.columns for m in metrics):
@@ -106,10 +106,10 @@ def _tables(tr: Any, result: RunResult, run: RunSettings) -> None:
     import pandas as pd
 
     from support.comparisons.pairing import power_table
-    from support.tables import in_model_order, markdown_table, with_intervals
+    from support.tables import in_model_order, interval_metrics, markdown_table, with_intervals
 
     for r in result.summarized:
-        metrics = terminal.interval_metrics(r.headline)
+        metrics = interval_metrics(r.headline)
         label = r.data_label
         heading = terminal.interval_label(run) if metrics else "no intervals"
         tr.write_sep("=", f"vlmbench: {r.name} ({heading}){f'; {label}' if label else ''}")

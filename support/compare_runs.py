@@ -138,10 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="vlmbench-compare", description=__doc__.splitlines()[0] if __doc__ else None
     )
     parser.add_argument(
-        "run_a", help="results/<evaluation>/<run-id> of run A; RUN@MODEL: one model of it"
+        "run_a",
+        nargs="?",
+        help="results/<evaluation>/<run-id> of run A; RUN@MODEL: one model of it",
     )
     parser.add_argument(
-        "run_b", help="the same evaluation's folder of run B; RUN@MODEL: one model of it"
+        "run_b",
+        nargs="?",
+        help="the same evaluation's folder of run B; RUN@MODEL: one model of it",
     )
     parser.add_argument(
         "--model-a", metavar="MODEL", help="compare this model of run A only (a multi-model run)"
@@ -152,7 +156,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     parser.add_argument("--out", type=Path, help="also write the table to this CSV file")
+    board = parser.add_argument_group(
+        "leaderboard", "every run of a results folder, instead of RUN_A RUN_B"
+    )
+    board.add_argument(
+        "--leaderboard",
+        metavar="DIR",
+        type=Path,
+        help="list every run under DIR (results/, one evaluation's folder or one run) with its "
+        "key metrics; markdown on stdout",
+    )
+    board.add_argument("--csv", metavar="FILE", type=Path, help="--leaderboard: also as CSV")
+    board.add_argument("--html", metavar="FILE", type=Path, help="--leaderboard: also as HTML")
     args = parser.parse_args(argv)
+    if args.leaderboard is not None:
+        return _leaderboard(parser, args)
+    if args.csv or args.html:
+        parser.error("--csv and --html go with --leaderboard DIR (RUN_A RUN_B: --out FILE)")
+    if args.run_a is None or args.run_b is None:
+        parser.error("give two runs, RUN_A RUN_B, or --leaderboard DIR")
     (run_a, at_a), (run_b, at_b) = split_run(args.run_a), split_run(args.run_b)
     for side, at, option in (("a", at_a, args.model_a), ("b", at_b, args.model_b)):
         if at is not None and option is not None and at != option:
@@ -171,6 +193,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report_section(table, notes))
     if args.out:
         spreadsheet_safe(table).to_csv(args.out, index=False, float_format="%.6g")
+    return 0
+
+
+def _leaderboard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """`--leaderboard DIR`: the markdown on stdout, `--csv` / `--html` files, exit 0 (2 when
+    DIR is no folder or holds no readable run)."""
+    from support.runs_leaderboard import (
+        build_leaderboard,
+        to_markdown,
+        write_csv_file,
+        write_html_file,
+    )
+
+    if args.run_a is not None:
+        parser.error("--leaderboard DIR lists every run: give it without RUN_A RUN_B")
+    given = [f"--{n.replace('_', '-')}" for n in ("model_a", "model_b", "out") if getattr(args, n)]
+    if given:
+        parser.error(f"{', '.join(given)}: not with --leaderboard DIR (use --csv / --html)")
+    board = build_leaderboard(args.leaderboard)
+    print(to_markdown(board))
+    if args.csv:
+        write_csv_file(board, args.csv)
+    if args.html:
+        write_html_file(board, args.html)
+    if not board.tables:
+        print(f"vlmbench-compare: no readable run under {args.leaderboard}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -169,3 +169,42 @@ def in_model_order(df: pd.DataFrame, models: Sequence[str], column: str = "model
     rank = {m: i for i, m in enumerate(model_order(df[column], models))}
     keys = [rank[m] for m in df[column]]
     return df.iloc[sorted(range(len(df)), key=keys.__getitem__)]
+
+
+# -- a headline's columns (the terminal's brief table, the leaderboard of runs) -----------------
+
+
+def interval_metrics(headline: pd.DataFrame) -> list[str]:
+    """The headline's metrics that carry an interval (`m`, `m_lo`, `m_hi`)."""
+    return [c for c in headline.columns if f"{c}_lo" in headline.columns]
+
+
+def label_columns(headline: pd.DataFrame) -> list[str]:
+    """The columns that name a row (text columns other than the model), in table order."""
+    import pandas as pd
+
+    return [
+        c
+        for c in headline.columns
+        if c != "model"
+        and not str(c).endswith(("_lo", "_hi"))
+        and not pd.api.types.is_numeric_dtype(headline[c])
+    ]
+
+
+def key_metrics(headline: pd.DataFrame, declared: Sequence[str] | None) -> list[str]:
+    """The metrics of the brief table: the summary module's KEY_METRICS that the headline has,
+    else its first metric with an interval, else its first numeric rate-like column."""
+    found = [m for m in declared or () if m in headline.columns]
+    if found:
+        return found
+    with_ci = interval_metrics(headline)
+    if with_ci:
+        return with_ci[:1]
+    labels = label_columns(headline)
+    numeric = [
+        c
+        for c in headline.columns
+        if c not in labels and c != "model" and headline[c].dtype.kind == "f"
+    ]
+    return numeric[:1]

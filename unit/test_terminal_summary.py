@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from reports import terminal
+from support.tables import key_metrics
 from support.types import Outcome
 
 
@@ -48,8 +49,8 @@ def test_brief_table_drops_intervals_rather_than_overflow_the_terminal() -> None
 
 def test_key_metrics_prefer_the_declared_ones() -> None:
     h = headline(["a"])
-    assert terminal.key_metrics(h, ("f1", "missing")) == ["f1"]
-    assert terminal.key_metrics(h, None) == ["f1"]  # the first metric with an interval
+    assert key_metrics(h, ("f1", "missing")) == ["f1"]
+    assert key_metrics(h, None) == ["f1"]  # the first metric with an interval
 
 
 def test_counts_line_says_what_happened() -> None:
