@@ -34,6 +34,7 @@ import pandas as pd
 from support import evaluations
 from support.files import atomic_write_text, write_csv
 from support.report_markdown import escape_markup
+from support.reporting import interval_columns
 from support.tables import MISSING, key_metrics, label_columns, markdown_table, with_intervals
 
 RUN_FILES = ("manifest.json", "summary.csv", "raw_results.jsonl")  # any of them: a run folder
@@ -278,10 +279,9 @@ def _evaluation_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, tuple[str, ...
                 value = line.get(c)
                 shown = f"{c}_label" if c in RESERVED else c  # never over a column of ours
                 row[shown] = MISSING if value is None or pd.isna(value) else str(value)
-            for m in metrics:
-                for suffix in ("", "_lo", "_hi"):
-                    value = line.get(f"{m}{suffix}")
-                    row[f"{m}{suffix}"] = float(value) if _number(value) else float("nan")
+            for column in interval_columns(metrics):
+                value = line.get(column)
+                row[column] = float(value) if _number(value) else float("nan")
             row |= {
                 "profile": run.profile or MISSING,
                 "data": _fingerprint(run),
@@ -346,15 +346,9 @@ SHOWN_AFTER = ("profile", "data", "command")
 def shown_table(board: Leaderboard, name: str) -> pd.DataFrame:
     """One evaluation's table as a person reads it: intervals as text (report.md's format)."""
     table, metrics = board.tables[name], board.metrics[name]
-    labels = [
-        c for c in table.columns if c not in {*RESERVED, "model"} and not _metric_column(c, metrics)
-    ]
-    columns = [*SHOWN, *labels, *(c for m in metrics for c in (m, f"{m}_lo", f"{m}_hi"))]
-    return with_intervals(table[[*columns, *SHOWN_AFTER]], metrics)
-
-
-def _metric_column(column: str, metrics: Sequence[str]) -> bool:
-    return any(column in (m, f"{m}_lo", f"{m}_hi") for m in metrics)
+    numbers = interval_columns(metrics)
+    labels = [c for c in table.columns if c not in {*RESERVED, "model", *numbers}]
+    return with_intervals(table[[*SHOWN, *labels, *numbers, *SHOWN_AFTER]], metrics)
 
 
 def _md_cell(value: object) -> object:

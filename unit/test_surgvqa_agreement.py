@@ -45,6 +45,7 @@ bit on every machine.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import subprocess
@@ -82,6 +83,7 @@ RECORDED = (*PINNED, "transformers", "torch", "nltk", "numpy", "tokenizers")
 CROSS_CPU_ABS = 1e-5
 
 
+@functools.cache  # asked once a model value: read /proc/cpuinfo and torch once
 def cpu_signature() -> str:
     """The CPU's vendor and torch's CPU capability ("AuthenticAMD AVX512"): what picks the float
     kernels a model's values come from (tools/surgvu26_official.py records the same)."""

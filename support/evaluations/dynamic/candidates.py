@@ -170,6 +170,18 @@ def assign_objects(
     return None if ids is None else dict(zip(slots, ids, strict=True))
 
 
+def scene_with(
+    pool: Pool, rng: np.random.Generator, object_id: str
+) -> tuple[dict, dict[str, str]] | None:
+    """A layout of at least 2 objects with `object_id` at its first place (obj_0, as the
+    original puts the asked object) and other objects in the rest, or None (redraw)."""
+    layout = pool.layout(rng, 2)
+    if layout is None:
+        return None
+    assignment = assign_objects(pool, rng, layout, first=object_id)
+    return None if assignment is None else (layout, assignment)
+
+
 def draw_scene(
     pool: Pool, rng: np.random.Generator, min_objects: int
 ) -> tuple[dict, dict[str, str]] | None:
@@ -282,6 +294,15 @@ def count_candidates(count: int, scene_counts: Sequence[int] = ()) -> list[str]:
                 found.append(c)
         offset += 1
     return [str(c) for c in found]
+
+
+def values_question(category: str, attribute: str, subject: str, list_end: str = ".") -> str:
+    """The original's list_* question "List all {attribute}s in the components of {subject}"
+    (ending in `list_end`: "." or "?" as each original generator writes it) or its count_*
+    question "How many {attribute}s are in the components of {subject}?", by category."""
+    if category.startswith("list_"):
+        return f"List all {attribute}s in the components of {subject}{list_end}"
+    return f"How many {attribute}s are in the components of {subject}?"
 
 
 def values_task(

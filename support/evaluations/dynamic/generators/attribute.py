@@ -9,11 +9,12 @@ import numpy as np
 from support.evaluations.dynamic.candidates import (
     Pool,
     Task,
-    assign_objects,
     attribute_values,
     make_options,
     make_task,
     random_attribute,
+    scene_with,
+    values_question,
     values_task,
 )
 
@@ -31,16 +32,12 @@ def what_attribute(pool: Pool, rng: np.random.Generator, category: str) -> Task 
     same_name = {c.attribute(attribute) for c in asset.components if c.name == component.name}
     if len(same_name) > 1:  # two parts of one name disagree: the question has no single answer
         return None
-    layout = pool.layout(rng, 2)
-    if layout is None:
-        return None
-    # the asked object at obj_0, as the original
-    assignment = assign_objects(pool, rng, layout, first=object_id)
-    if assignment is None:
+    scene = scene_with(pool, rng, object_id)
+    if scene is None:
         return None
     question = f"What is the {attribute} of the {component.name} in the {asset.name}?"
     options = make_options(rng, answer, pool.values[attribute])
-    return make_task(pool, category, layout, assignment, question, answer, options)
+    return make_task(pool, category, *scene, question, answer, options)
 
 
 def attribute_of(pool: Pool, rng: np.random.Generator, category: str) -> Task | None:
@@ -52,15 +49,9 @@ def attribute_of(pool: Pool, rng: np.random.Generator, category: str) -> Task | 
         return None
     object_id = described[int(rng.integers(len(described)))]
     asset = pool.assets[object_id]
-    layout = pool.layout(rng, 2)
-    if layout is None:
+    scene = scene_with(pool, rng, object_id)
+    if scene is None:
         return None
-    assignment = assign_objects(pool, rng, layout, first=object_id)
-    if assignment is None:
-        return None
-    if category.startswith("list_"):
-        question = f"List all {attribute}s in the components of the {asset.name}."
-    else:
-        question = f"How many {attribute}s are in the components of the {asset.name}?"
+    question = values_question(category, attribute, f"the {asset.name}")
     values = attribute_values(asset, attribute)
-    return values_task(pool, rng, category, (layout, assignment), question, attribute, values)
+    return values_task(pool, rng, category, scene, question, attribute, values)

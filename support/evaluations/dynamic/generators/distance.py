@@ -17,9 +17,25 @@ from support.evaluations.dynamic.candidates import (
     name_task,
     names_of,
     random_attribute,
+    values_question,
     values_task,
 )
 from support.evaluations.dynamic.scenes import clear_relation, false_relations
+
+
+def reference_and_target(
+    pool: Pool, rng: np.random.Generator, min_objects: int, kind: str
+) -> tuple[tuple[dict, dict[str, str]], int, int] | None:
+    """(scene, ref, target): a scene of at least `min_objects` objects, a reference object
+    drawn at random and the object closest to or farthest from it (`kind`, clear by GAP), as
+    indices of the layout's objects; or None (redraw)."""
+    scene = draw_scene(pool, rng, min_objects)
+    if scene is None:
+        return None
+    objects = scene[0]["objects"]
+    ref = int(rng.integers(len(objects)))
+    target = by_distance(objects, ref, kind)
+    return None if target is None else (scene, ref, target)
 
 
 def distance(pool: Pool, rng: np.random.Generator, category: str) -> Task | None:
@@ -27,15 +43,11 @@ def distance(pool: Pool, rng: np.random.Generator, category: str) -> Task | None
     the object that is {kind} from the {reference}?" (its clear relation to the reference)."""
     kind = category.rsplit("_", 1)[1]  # closest | farthest
     what = category.startswith("what_")
-    scene = draw_scene(pool, rng, 3 if what else 2)
-    if scene is None:
+    found = reference_and_target(pool, rng, 3 if what else 2, kind)
+    if found is None:
         return None
-    layout, assignment = scene
+    (layout, assignment), ref, target = found
     objects = layout["objects"]
-    ref = int(rng.integers(len(objects)))
-    target = by_distance(objects, ref, kind)
-    if target is None:
-        return None
     ref_pos = objects[ref]["position"]
     names = names_of(pool, assignment)
     ref_name, target_name = names[objects[ref]["name"]], names[objects[target]["name"]]
@@ -60,24 +72,14 @@ def attribute_by_distance(pool: Pool, rng: np.random.Generator, category: str) -
     which ranks only the objects having the attribute, it must have the attribute itself."""
     kind = category.rsplit("_", 1)[1]  # closest | farthest
     attribute = random_attribute(rng)
-    scene = draw_scene(pool, rng, 2)
-    if scene is None:
+    found = reference_and_target(pool, rng, 2, kind)
+    if found is None:
         return None
+    scene, ref, target = found
     layout, assignment = scene
     objects = layout["objects"]
-    ref = int(rng.integers(len(objects)))
-    target = by_distance(objects, ref, kind)
-    if target is None:
-        return None
     asset = pool.assets[assignment[objects[target]["name"]]]
     ref_name = pool.assets[assignment[objects[ref]["name"]]].name
-    if category.startswith("list_"):
-        question = (
-            f"List all {attribute}s in the components of the object {kind} from the {ref_name}."
-        )
-    else:
-        question = (
-            f"How many {attribute}s are in the components of the object {kind} from the {ref_name}?"
-        )
+    question = values_question(category, attribute, f"the object {kind} from the {ref_name}")
     values = attribute_values(asset, attribute)
     return values_task(pool, rng, category, scene, question, attribute, values)

@@ -15,6 +15,7 @@ from support.evaluations.dynamic.candidates import (
     make_task,
     name_task,
     random_attribute,
+    values_question,
     values_task,
 )
 
@@ -74,10 +75,7 @@ def frequent(pool: Pool, rng: np.random.Generator, category: str) -> Task | None
         return name_task(pool, rng, category, layout, assignment, question, target.name,
                          [a.name for a in rest], {target.name})  # fmt: skip
     subject = f"the {kind} frequent object in the scene"
-    if category.startswith("list_"):
-        question = f"List all {attribute}s in the components of {subject}?"
-    else:
-        question = f"How many {attribute}s are in the components of {subject}?"
+    question = values_question(category, attribute, subject, list_end="?")
     values = attribute_values(target, attribute)
     scene_values = [
         attribute_values(a, attribute) for a in rest

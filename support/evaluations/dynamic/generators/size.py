@@ -17,6 +17,7 @@ from support.evaluations.dynamic.candidates import (
     names_of,
     random_attribute,
     ranked,
+    values_question,
     values_task,
 )
 from support.evaluations.dynamic.scenes import clear_relation, false_relations
@@ -27,18 +28,27 @@ def volumes(objects: list[dict]) -> list[float]:
     return [8 * o["size"][0] * o["size"][1] * o["size"][2] for o in objects]
 
 
+def ranked_scene(
+    pool: Pool, rng: np.random.Generator, kind: str
+) -> tuple[tuple[dict, dict[str, str]], int] | None:
+    """(scene, target): a scene of at least 2 objects and the index of its largest or smallest
+    object (`kind`, clear by GAP); or None (redraw)."""
+    scene = draw_scene(pool, rng, 2)
+    if scene is None:
+        return None
+    target = ranked(volumes(scene[0]["objects"]), kind)
+    return None if target is None else (scene, target)
+
+
 def size(pool: Pool, rng: np.random.Generator, category: str) -> Task | None:
     """Asks "What is the {kind} object in the scene?" (its name) or "Where is the {kind} object
     in the scene with respect to the {reference}?" (its clear relation to a random other)."""
     kind = ("largest", "smallest")[int(rng.integers(2))]
-    scene = draw_scene(pool, rng, 2)
-    if scene is None:
+    found = ranked_scene(pool, rng, kind)
+    if found is None:
         return None
-    layout, assignment = scene
+    (layout, assignment), target = found
     objects = layout["objects"]
-    target = ranked(volumes(objects), kind)
-    if target is None:
-        return None
     names = names_of(pool, assignment)
     target_name = names[objects[target]["name"]]
     if category.startswith("what_"):
@@ -65,18 +75,13 @@ def attribute_by_size(pool: Pool, rng: np.random.Generator, category: str) -> Ta
     having the attribute, it must have the attribute itself."""
     kind = ("largest", "smallest")[int(rng.integers(2))]
     attribute = random_attribute(rng)
-    scene = draw_scene(pool, rng, 2)
-    if scene is None:
+    found = ranked_scene(pool, rng, kind)
+    if found is None:
         return None
+    scene, target = found
     layout, assignment = scene
-    objects = layout["objects"]
-    target = ranked(volumes(objects), kind)
-    if target is None:
-        return None
-    asset = pool.assets[assignment[objects[target]["name"]]]
-    if category.startswith("list_"):
-        question = f"List all {attribute}s in the components of the {kind} object in the scene?"
-    else:
-        question = f"How many {attribute}s are in the components of the {kind} object in the scene?"
+    asset = pool.assets[assignment[layout["objects"][target]["name"]]]
+    subject = f"the {kind} object in the scene"
+    question = values_question(category, attribute, subject, list_end="?")
     values = attribute_values(asset, attribute)
     return values_task(pool, rng, category, scene, question, attribute, values)
