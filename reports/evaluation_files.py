@@ -2,7 +2,8 @@
 
 In order: the summary's controller-side scores (`score_outcomes`: BERTScore and NLI for surgvqa),
 raw_results.jsonl (whatever fails after it, no computed outcome is lost), the summary
-(summary.csv, usage.csv, calls.csv), the evaluation's own files (its summary's
+(summary.csv, usage.csv, calls.csv, provenance.csv: how the answers were read,
+support/provenance.py), the evaluation's own files (its summary's
 `write_outputs`), comparisons.csv, report.md (once, with whatever the summary added before
 anything failed) and manifest.json (attempted regardless). Each file is written on its own: one
 that cannot be (a full disk) is listed in `unwritten` with the reason, naming the file, and the
@@ -22,6 +23,8 @@ from reports.result import Completion, EvaluationResult
 from support import evaluations
 from support.comparisons.pairing import report_section
 from support.files import write_csv, write_jsonl
+from support.provenance import fallback_flags, provenance_table
+from support.provenance import report_section as provenance_section
 from support.settings import RunSettings
 from support.summary_contract import LoadedSummary, SummaryContext
 from support.tables import calls_table, usage_table
@@ -108,6 +111,25 @@ def _scored(
     return summary_of, ctx, outs
 
 
+def _provenance(
+    name: str,
+    outs: list[Outcome],
+    run: RunSettings,
+    out_dir: Path,
+    written: _Written,
+    found: dict[str, Any],
+) -> str:
+    """provenance.csv (each model's answers by the parser rule that read them) and its report.md
+    section; "" for an evaluation whose answers carry no rule code."""
+    rules = evaluations.spec(name).read_rules
+    if not rules and not any(o.read_by for o in outs):
+        return ""
+    table = found["provenance"] = provenance_table(outs, rules, run.models)
+    flags = found["fallback_flags"] = tuple(fallback_flags(table))
+    written.attempt(lambda: [write_csv(table, out_dir / "provenance.csv")])
+    return provenance_section(table, flags)
+
+
 def _write_summary_files(
     name: str,
     summary_of: LoadedSummary,
@@ -131,7 +153,7 @@ def _write_summary_files(
     written.attempt(lambda: [write_csv(summary, out_dir / "summary.csv")])
     written.attempt(lambda: [write_csv(usage, out_dir / "usage.csv")])
     written.attempt(lambda: [write_csv(calls, out_dir / "calls.csv")])
-    section = ""
+    section = _provenance(name, outs, run, out_dir, written, found)
     try:
         written.attempt(lambda: list(summary_of.write_outputs(outs, summary, out_dir, ctx)))
         compared = summary_of.compared(name, outs, run.compare, run.bootstrap, run.seed)
@@ -139,7 +161,7 @@ def _write_summary_files(
             table, notes = compared
             found["comparisons"] = table
             written.attempt(lambda: [write_csv(table, out_dir / "comparisons.csv")])
-            section = report_section(table, notes)
+            section += report_section(table, notes)
     finally:  # report.md once, with whatever the summary added before anything failed
         notice = completion.partial_line()
 

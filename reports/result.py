@@ -107,6 +107,8 @@ class EvaluationResult:
     headline: pd.DataFrame | None = None
     usage: pd.DataFrame | None = None  # usage.csv
     comparisons: pd.DataFrame | None = None  # comparisons.csv
+    provenance: pd.DataFrame | None = None  # provenance.csv: each model's answers by read rule
+    fallback_flags: tuple[str, ...] = ()  # models read mostly by a fallback rule (provenance)
     files: tuple[Path, ...] = ()
     unwritten: tuple[str, ...] = ()
     failure: str | None = None

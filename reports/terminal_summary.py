@@ -2,7 +2,8 @@
 
 By default each evaluation gets a heading, its brief table and one line of counts, then one line
 names the result folders; `-v` prints the full headline tables, every file written, the engine
-statistics and (`--power`) the sample sizes. Then, in any case: the batch lines, the
+statistics and (`--power`) the sample sizes. Then, in any case: the models whose answers were
+mostly read by a fallback rule (provenance.csv), the batch lines, the
 partial-results line of an interrupted run, the files not written, the summaries that failed,
 the pipeline errors with a command that reruns them, and the failed gates. The lines' pieces
 are reports.terminal's.
@@ -29,6 +30,9 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
             _tables(tr, result, run)
         else:
             _brief(tr, result, run)
+    for r in result.evaluations:  # answers read mostly by a lenient rule (support/provenance.py)
+        for flag in r.fallback_flags:
+            tr.write_line(f"vlmbench: {r.name}: {flag}", yellow=True, bold=True)
     for line in terminal.batch_lines(result.engine_stats):
         tr.write_line(line)
     partial = {r.name: r.completion.partial_line() for r in result.evaluations}

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from support.backends.base import BackendError
+from support.provenance import ReadRule
 from support.settings import RunSettings
 from support.summary_contract import (
     LoadedSummary,
@@ -169,6 +170,10 @@ class EvaluationSpec:
     `notes(settings)`: lines the controller prints under the evaluation's loading line (e.g.
     surgvqa's metrics left out for want of their model); None: none.
 
+    `read_rules`: its parsers' rules (support.provenance.ReadRule), each a code its verdicts
+    record in `read_by`: provenance.csv counts them per model and report.md flags a model read
+    mostly by a fallback. Empty: its answers are not parsed (no provenance table).
+
     What the summary gets through its `SummaryContext` (`summary_context`):
     - `data_label(run)`: what the data is when it is not the real dataset (e.g. the synthetic
       sample), said by report.md, the terminal and the HTML report; None for the real data;
@@ -188,6 +193,7 @@ class EvaluationSpec:
     data_label: Callable[[RunSettings], str | None] | None = None
     open_data: Callable[[Any, RunSettings], Any] | None = None
     notes: Callable[[Any], Sequence[str]] | None = None
+    read_rules: Sequence[ReadRule] = ()
 
     def evaluation_class(self) -> type[Evaluation]:
         module, _, attr = self.evaluation.partition(":")

@@ -171,6 +171,7 @@ def outcomes_of(
                 raw=raw,
                 params=dict(case.params),
                 extra=dict(v.extra),
+                read_by=v.read_by,
                 **books,  # type: ignore[arg-type]
             )
         )

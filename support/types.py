@@ -450,6 +450,9 @@ class Verdict:
     group: Mapping[str, str] | None = None
     cluster: str | None = None
     calls: Any = None  # support.runner.CallLog
+    # which rule of the evaluation's parser read the answer: a short stable code the evaluation
+    # declares (EvaluationSpec.read_rules; support.provenance); "" when nothing was read
+    read_by: str = ""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -501,6 +504,7 @@ class Outcome:
     error: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict, hash=False)
     extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    read_by: str = ""  # the parser rule that read the answer (Verdict.read_by); "": none
     # the model's thinking, each call's samples in call order (kept apart, never parsed)
     thinking: tuple[str, ...] = ()
     # each call's samples' finish reasons, in call order, when one was cut by the token limit

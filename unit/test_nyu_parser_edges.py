@@ -69,20 +69,21 @@ def test_parse_answer_value_unit_and_rule(text: str, expected: DistanceAnswer) -
 
 @pytest.mark.parametrize("value", [None, 2.5, b"2.5 m"])
 def test_not_text(value) -> None:
-    assert parse_answer(value) == DistanceAnswer(None, None, "not text")
-    assert parse_first_number(value) == DistanceAnswer(None, None, "not text")
+    assert parse_answer(value) == DistanceAnswer(None, None, "not text", "none")
+    assert parse_first_number(value) == DistanceAnswer(None, None, "not text", "source-none")
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("2.5 m", DistanceAnswer(2.5, None, SOURCE)),  # the source reads no unit
-        ("-1.5", DistanceAnswer(1.5, None, SOURCE)),
-        ("1000", DistanceAnswer(1000.0, None, SOURCE)),
-        ("1001", DistanceAnswer(None, None, IMPLAUSIBLE)),
-        ("1" * 400, DistanceAnswer(None, None, IMPLAUSIBLE)),  # float() gives inf
-        ("unknown", DistanceAnswer(None, None, "no number")),
-        ("", DistanceAnswer(None, None, "no number")),
+        ("2.5 m", DistanceAnswer(2.5, None, SOURCE, "source-number")),  # the source reads no unit
+        ("-1.5", DistanceAnswer(1.5, None, SOURCE, "source-number")),
+        ("1000", DistanceAnswer(1000.0, None, SOURCE, "source-number")),
+        ("1001", DistanceAnswer(None, None, IMPLAUSIBLE, "source-implausible")),
+        # float() gives inf
+        ("1" * 400, DistanceAnswer(None, None, IMPLAUSIBLE, "source-implausible")),
+        ("unknown", DistanceAnswer(None, None, "no number", "source-none")),
+        ("", DistanceAnswer(None, None, "no number", "source-none")),
     ],
 )
 def test_parse_first_number_value_and_rule(text: str, expected: DistanceAnswer) -> None:
@@ -93,17 +94,17 @@ def test_only_the_first_max_chars_are_read() -> None:
     assert (MAX_CHARS, MAX_METRES) == (4000, 1e3)
     pad = MAX_CHARS - len("2 cm")
     # "2 cm" ends at character 4000: read with its unit, 0.02 m
-    assert parse_answer(" " * pad + "2 cm") == DistanceAnswer(0.02, "cm", UNIT)
+    assert parse_answer(" " * pad + "2 cm") == DistanceAnswer(0.02, "cm", UNIT, "converted")
     # one character later the "m" is cut: "2 c" is a bare 2 m
-    assert parse_answer(" " * (pad + 1) + "2 cm") == DistanceAnswer(2.0, None, BARE)
+    assert parse_answer(" " * (pad + 1) + "2 cm") == DistanceAnswer(2.0, None, BARE, "number")
 
 
 def test_only_the_first_max_quantities_are_examined() -> None:
     assert MAX_QUANTITIES == 64
     # 63 bare numbers, then the 64th quantity has a unit: it wins
-    assert parse_answer("1 " * 63 + "2 m") == DistanceAnswer(2.0, "m", UNIT)
+    assert parse_answer("1 " * 63 + "2 m") == DistanceAnswer(2.0, "m", UNIT, "metres")
     # 64 bare numbers fill the list: the unit after them is never seen
-    assert parse_answer("1 " * 64 + "2 m") == DistanceAnswer(1.0, None, BARE)
+    assert parse_answer("1 " * 64 + "2 m") == DistanceAnswer(1.0, None, BARE, "number")
 
 
 @pytest.mark.parametrize("i", [1, 2, 7])

@@ -53,6 +53,7 @@ RAW_FIELDS = frozenset(
         "case_id", "model", "params", "prompt_hash", "raw", "prediction", "target", "status",
         "usage",  # tokens
         "evaluation", "group", "cluster", "scores", "rendered_prompt", "error", "extra",
+        "read_by",
     }
 )  # fmt: skip
 # kept out: what differs between two runs of the same inputs (README.md: calls.csv holds them)

@@ -36,7 +36,8 @@ def corners(b: Box) -> tuple[float, float, float, float]:
 def test_pixels_the_prompts_format():
     text = '[{"bbox_2d": [10, 20, 110, 220], "label": "needle driver"}]'
     answer = parse_boxes(text, W, H)
-    assert answer == BoxAnswer((Box("needle driver", 10, 20, 110, 220),), "ok", 0)
+    expected = BoxAnswer((Box("needle driver", 10, 20, 110, 220),), "ok", 0, read_by="json-list")
+    assert answer == expected
     assert answer.boxes[0].xywh() == [10, 20, 100, 200]  # COCO [x, y, w, h]
 
 

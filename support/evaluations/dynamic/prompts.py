@@ -95,14 +95,24 @@ def _named(answer: str, options: Sequence[str]) -> int | None:
 
 def parse_choice(answer: str, options: Sequence[str]) -> str | None:
     """The option an answer picks (writeup rules, module docstring), or None."""
+    return read_choice(answer, options)[0]
+
+
+def read_choice(answer: str, options: Sequence[str]) -> tuple[str | None, str]:
+    """`parse_choice`'s option and the READ_RULES code of the rule that picked it."""
     if not isinstance(answer, str) or not options:
-        return None
+        return None, "none"
     text = answer.strip()
-    for rule in (_exact, lambda a, o: _letter(a, len(o)), _named):
+    rules = (
+        ("exact", _exact),
+        ("letter", lambda a, o: _letter(a, len(o))),
+        ("named", _named),
+    )
+    for code, rule in rules:
         index = rule(text, options)
         if index is not None:
-            return options[index]
-    return None
+            return options[index], code
+    return None, "none"
 
 
 def parse_choice_source(
@@ -110,14 +120,21 @@ def parse_choice_source(
 ) -> str | None:
     """The option the original picks: its exact matches, else the nearest option by the
     embedder `encode` (unit rows; the first of equally near options). None only without options."""
+    return read_choice_source(answer, options, encode)[0]
+
+
+def read_choice_source(
+    answer: str, options: Sequence[str], encode: Callable[[list[str]], np.ndarray]
+) -> tuple[str | None, str]:
+    """`parse_choice_source`'s option and the code of the original's branch that picked it."""
     if not options:
-        return None
+        return None, "source-none"
     text = answer.strip() if isinstance(answer, str) else ""
     index = _exact(text, options)
     if index is not None:
-        return options[index]
+        return options[index], "source-exact"
     vectors = encode([text, *options])
-    return options[int(np.argmax(vectors[1:] @ vectors[0]))]
+    return options[int(np.argmax(vectors[1:] @ vectors[0]))], "source-nearest"
 
 
 @dataclass(frozen=True)

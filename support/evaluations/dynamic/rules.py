@@ -13,7 +13,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from support.provenance import ReadRule
 from support.settings import Compat
+
+# how an answer was read (support.provenance): the code `DynamicRules.read` gives with its option
+READ_RULES = (
+    ReadRule("exact", "primary", "the answer is an option, (A) option, A or (A) exactly"),
+    ReadRule("letter", "fallback", "the one option letter the answer states (Answer: B)"),
+    ReadRule("named", "fallback", "the one option whose text the answer names"),
+    ReadRule("none", "unread", "no option: unparsable"),
+    ReadRule("source-exact", "primary", "--compat source: an exact match, as the writeup's"),
+    ReadRule("source-nearest", "fallback", "--compat source: the option nearest by embedding"),
+    ReadRule("source-none", "unread", "--compat source: no options"),
+)
 
 Encode = Callable[[list[str]], np.ndarray]  # the run's embedder: texts -> unit rows
 
@@ -25,8 +37,9 @@ class DynamicRules:
     compat: Compat  # the profile's name, as --compat spells it
     search: str  # SearchConfig.rules: how the search plans its rounds (search.py)
     prompt: Callable[[str, Sequence[str]], str]  # (question, options) -> the text after the image
-    # (answer, options, the embedder's encode) -> the option picked, None: unparsable
-    parse: Callable[[str, Sequence[str], Encode], str | None]
+    # (answer, options, the embedder's encode) -> (the option picked, None: unparsable; the
+    # READ_RULES code of the rule that picked it)
+    read: Callable[[str, Sequence[str], Encode], tuple[str | None, str]]
 
 
 def _prompt(question: str, options: Sequence[str]) -> str:
@@ -43,25 +56,25 @@ def _source_prompt(question: str, options: Sequence[str]) -> str:
     return source_prompt_text(question, options)
 
 
-def _parse(answer: str, options: Sequence[str], encode: Encode) -> str | None:
-    """prompts.parse_choice (no embedder)."""
-    from support.evaluations.dynamic.prompts import parse_choice
+def _read(answer: str, options: Sequence[str], encode: Encode) -> tuple[str | None, str]:
+    """prompts.read_choice (no embedder)."""
+    from support.evaluations.dynamic.prompts import read_choice
 
-    return parse_choice(answer, options)
+    return read_choice(answer, options)
 
 
-def _parse_source(answer: str, options: Sequence[str], encode: Encode) -> str | None:
-    """prompts.parse_choice_source."""
-    from support.evaluations.dynamic.prompts import parse_choice_source
+def _read_source(answer: str, options: Sequence[str], encode: Encode) -> tuple[str | None, str]:
+    """prompts.read_choice_source."""
+    from support.evaluations.dynamic.prompts import read_choice_source
 
-    return parse_choice_source(answer, options, encode)
+    return read_choice_source(answer, options, encode)
 
 
 WRITEUP = DynamicRules(
     compat="writeup",
     search="writeup",  # a task already evaluated is never drawn again
     prompt=_prompt,  # the camera stated first (render.CAMERA_TEXT): ours sees a rendered scene
-    parse=_parse,  # exact matches, a stated letter or the one option named; else unparsable
+    read=_read,  # exact matches, a stated letter or the one option named; else unparsable
 )
 
 # AnyPoint's evaluator at 2650ead (models/point_qa_model.py, models/base_qa_model.py)
@@ -69,7 +82,7 @@ SOURCE = DynamicRules(
     compat="source",
     search="source",  # its planning (search.py, `rules="source"`)
     prompt=_source_prompt,  # its text unchanged: question, `(A) option` lines, instruction
-    parse=_parse_source,  # exact matches, else the nearest option by embedding (choice_search)
+    read=_read_source,  # exact matches, else the nearest option by embedding (choice_search)
 )
 
 PROFILES: dict[Compat, DynamicRules] = {"writeup": WRITEUP, "source": SOURCE}

@@ -10,7 +10,7 @@ from typing import Any
 
 from support.data_paths import built_label, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
-from support.evaluations.dynamic.rules import PROFILES, WRITEUP, DynamicRules
+from support.evaluations.dynamic.rules import PROFILES, READ_RULES, WRITEUP, DynamicRules
 from support.settings import RunSettings
 
 # The and AnyPoint's defaults (dynamic_evaluation/config.py: lambda 0.2, seed 42)
@@ -212,4 +212,5 @@ SPEC = EvaluationSpec(
     data_label=data_label,
     open_data=open_data,
     prompt_modules=("support.evaluations.dynamic.prompts",),
+    read_rules=READ_RULES,
 )

@@ -247,8 +247,9 @@ class DynamicEvaluation(Evaluation):
             answer_space=OptionSpace(len(task.options), truth, task.category, task.key),
         )
 
-    def parse(self, answer: str, options: Sequence[str]) -> str | None:
-        return self.settings.rules.parse(answer, options, self.embedder.encode)
+    def read(self, answer: str, options: Sequence[str]) -> tuple[str | None, str]:
+        """The option an answer picks (None: unparsable) and the code of the rule that did."""
+        return self.settings.rules.read(answer, options, self.embedder.encode)
 
     async def evaluate(self, case: Case, client: CaseClient) -> list[Verdict]:
         p = case.params
@@ -271,7 +272,7 @@ class DynamicEvaluation(Evaluation):
             zip(plan, forks, answers, requests, strict=True)
         ):
             text = answer.text
-            picked = self.parse(text, task.options)
+            picked, read_by = self.read(text, task.options)
             status = "unparsable" if picked is None else "wrong"
             status = "correct" if picked == task.answer else status
             task_id = k * search.config.batch + rank
@@ -286,6 +287,7 @@ class DynamicEvaluation(Evaluation):
                     group={**case.group, "category": category},
                     cluster=task.key,
                     calls=fork.log,
+                    read_by=read_by,
                     extra={
                         "task_id": task_id,
                         "round": k,

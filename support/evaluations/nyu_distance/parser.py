@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from support.provenance import ReadRule
+
 MAX_CHARS = 4_000  # only this many leading characters of an answer are looked at
 MAX_QUANTITIES = 64  # quantities examined per answer
 MAX_METRES = 1e3  # m; a larger answer (NYU rooms are under 10 m deep) is unparsable
@@ -67,13 +69,30 @@ _REFUSAL_RE = re.compile(
 )
 
 
+# how an answer was read (support.provenance): DistanceAnswer.rule
+READ_RULES = (
+    ReadRule("number", "primary", "a bare number, in metres as the prompt asks"),
+    ReadRule("metres", "primary", "a number with a metre unit"),
+    ReadRule("converted", "fallback", "a number in another unit (cm, mm, ft, in), converted"),
+    ReadRule("range", "fallback", "a range (1.5-2 m): its midpoint"),
+    ReadRule("refusal", "unread", "no number with a unit in a refusal: unparsable"),
+    ReadRule("none", "unread", "no distance: unparsable"),
+    ReadRule("implausible", "unread", f"above {MAX_METRES:g} m or not finite: unparsable"),
+    ReadRule("source-number", "primary", "--compat source: the first number in the text"),
+    ReadRule("source-none", "unread", "--compat source: no number: None"),
+    ReadRule("source-implausible", "unread", f"--compat source, and above {MAX_METRES:g} m"),
+)
+
+
 @dataclass(frozen=True)
 class DistanceAnswer:
-    """A parsed answer: `metres` is None when unparsable; `unit` as written; `reason` says how."""
+    """A parsed answer: `metres` is None when unparsable; `unit` as written; `reason` says how;
+    `rule` is the READ_RULES code of the rule that read it."""
 
     metres: float | None
     unit: str | None = None
     reason: str = ""
+    rule: str = "none"
 
     @property
     def ok(self) -> bool:
@@ -84,6 +103,7 @@ class DistanceAnswer:
 class _Quantity:
     metres: float
     unit: str | None
+    range: bool = False  # the midpoint of a range
 
 
 def parse_distance(text: Any) -> float | None:
@@ -94,7 +114,7 @@ def parse_distance(text: Any) -> float | None:
 def parse_answer(text: Any) -> DistanceAnswer:
     """parse_distance with the unit found and the rule that picked the number."""
     if not isinstance(text, str):
-        return DistanceAnswer(None, reason="not text")
+        return DistanceAnswer(None, reason="not text", rule="none")
     text = text[:MAX_CHARS]
     quantities = []
     for match in _QUANTITY_RE.finditer(text):
@@ -104,15 +124,18 @@ def parse_answer(text: Any) -> DistanceAnswer:
         if len(quantities) >= MAX_QUANTITIES:
             break
     if not quantities:
-        return DistanceAnswer(None, reason="no distance")
+        return DistanceAnswer(None, reason="no distance", rule="none")
     with_unit = [q for q in quantities if q.unit is not None]
     if with_unit:
-        return _plausible(
-            DistanceAnswer(with_unit[0].metres, with_unit[0].unit, "first number with a unit")
-        )
+        q = with_unit[0]
+        rule = "range" if q.range else ("metres" if q.unit == "m" else "converted")
+        return _plausible(DistanceAnswer(q.metres, q.unit, "first number with a unit", rule))
     if _REFUSAL_RE.search(text):
-        return DistanceAnswer(None, reason="refusal")
-    return _plausible(DistanceAnswer(quantities[0].metres, None, "first number"))
+        return DistanceAnswer(None, reason="refusal", rule="refusal")
+    q = quantities[0]
+    return _plausible(
+        DistanceAnswer(q.metres, None, "first number", "range" if q.range else "number")
+    )
 
 
 def _plausible(answer: DistanceAnswer) -> DistanceAnswer:
@@ -120,7 +143,8 @@ def _plausible(answer: DistanceAnswer) -> DistanceAnswer:
     m = answer.metres
     if m is None or (math.isfinite(m) and m <= MAX_METRES):
         return answer
-    return DistanceAnswer(None, answer.unit, f"implausible distance (above {MAX_METRES:g} m)")
+    rule = "source-implausible" if answer.rule.startswith("source-") else "implausible"
+    return DistanceAnswer(None, answer.unit, f"implausible distance (above {MAX_METRES:g} m)", rule)
 
 
 _FIRST_NUMBER_RE = re.compile(r"\d+\.?\d*")  # the original's pattern (Unicode digits included)
@@ -132,14 +156,15 @@ def parse_first_number(text: Any) -> DistanceAnswer:
     ("-1.5" -> 1.5, "1,5" -> 1.0, ".8" -> 8.0, "3D: 2 m" -> 3.0); no digit -> None. Unlike the
     original, a number above MAX_METRES (or one too long to be finite) is None too."""
     if not isinstance(text, str):
-        return DistanceAnswer(None, reason="not text")
+        return DistanceAnswer(None, reason="not text", rule="source-none")
     found = _FIRST_NUMBER_RE.search(text.strip())
     if found is None:
-        return DistanceAnswer(None, reason="no number")
+        return DistanceAnswer(None, reason="no number", rule="source-none")
     try:
-        return _plausible(DistanceAnswer(float(found.group()), None, "first number (source)"))
+        value = float(found.group())
     except ValueError:  # the original catches the same and answers None
-        return DistanceAnswer(None, reason="no number")
+        return DistanceAnswer(None, reason="no number", rule="source-none")
+    return _plausible(DistanceAnswer(value, None, "first number (source)", "source-number"))
 
 
 def _to_quantity(m: re.Match) -> _Quantity | None:
@@ -159,7 +184,7 @@ def _to_quantity(m: re.Match) -> _Quantity | None:
         metres = (v1 * UNIT_METRES[u1 or unit or "m"] + v2 * UNIT_METRES[u2 or unit or "m"]) / 2
     if metres < 0:  # an infinite one is kept: parse_answer rejects it as implausible
         return None
-    return _Quantity(metres, unit)
+    return _Quantity(metres, unit, range=second is not None)
 
 
 def _value(m: re.Match, i: int) -> tuple[float, str | None] | None:

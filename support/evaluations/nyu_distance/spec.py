@@ -9,6 +9,7 @@ from typing import Any
 
 from support.data_paths import SYNTHETIC_FIX, built_label, existing_file, existing_folder
 from support.evaluation import EvaluationSpec, Option, OptionError
+from support.evaluations.nyu_distance.parser import READ_RULES
 from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
 from support.settings import Compat, RunSettings
 
@@ -141,5 +142,6 @@ SPEC = EvaluationSpec(
     data_files=data_files,
     data_label=data_label,
     open_data=open_data,
+    read_rules=READ_RULES,
     prompt_modules=("support.evaluations.nyu_distance.prompts",),
 )

@@ -199,6 +199,7 @@ class NyuDistanceEvaluation(Evaluation):
             scores=scores,
             prediction={"distance_m": pred, "unit": answer.unit, "parsed_by": answer.reason},
             target={"distance_m": p["gt_distance"], "point1": p["point1"], "point2": p["point2"]},
+            read_by=answer.rule,
         )
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:

@@ -12,10 +12,28 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from support.provenance import ReadRule
+
 REAL = "real"
 AI = "ai-generated"
 LABELS: tuple[str, ...] = (REAL, AI)
 UNPARSABLE = "unparsable"  # its key in a vote distribution
+CUT = "cut"  # the code of an answer cut by the token limit (unparsable, whatever it holds)
+
+# how an answer was read (support.provenance); an outcome of n answers takes its answers' most
+# common code (`outcome_rule`)
+READ_RULES = (
+    ReadRule("label", "primary", "the first label word is a label itself: real, AI-generated"),
+    ReadRule("synonym", "fallback", "the first label word is a synonym: fake, synthetic, AI, ..."),
+    ReadRule("negation", "fallback", "the first label word is negated: not real -> ai-generated"),
+    ReadRule("none", "unread", "no label word: unparsable"),
+    ReadRule(CUT, "unread", "cut by the token limit: unparsable"),
+    ReadRule("source-real", "primary", "--compat source: real without ai-generated"),
+    ReadRule("source-ai-term", "primary", "--compat source: an AI term (fake, ...) without real"),
+    ReadRule("source-both", "fallback", "--compat source: real and an AI term, so real"),
+    ReadRule("source-none", "unread", "--compat source: neither: None"),
+)
+_RANK = {rule.code: i for i, rule in enumerate(READ_RULES)}
 
 _AI_WORDS = (
     r"ai[\s_-]*generated|ai[\s_-]*created|ai|fake|synthetic|artificial|generated"
@@ -27,6 +45,7 @@ _MENTION = re.compile(
     rf"(?P<neg>\b{_NEGATION})?\b(?:(?P<ai>{_AI_WORDS})|(?P<real>{_REAL_WORDS}))\b",
     flags=re.IGNORECASE,
 )
+_LABEL_WORD = re.compile(r"real|ai[\s_-]*generated")  # the labels' own words (lower case)
 # "real or AI-generated" (the question echoed): names both labels without choosing
 _ECHO = re.compile(rf"\b(?:{_REAL_WORDS})\s*(?:or|/|vs\.?|versus)\s*(?:{_AI_WORDS})\b", re.I)
 
@@ -38,15 +57,32 @@ def extract_prediction(text: object) -> str | None:
     a negation right before flips it ("not real" -> ai-generated). An echo of the question
     ("real or AI-generated") is skipped.
     """
+    return read_label(text)[0]
+
+
+def read_label(text: object) -> tuple[str | None, str]:
+    """`extract_prediction`'s label and the READ_RULES code of the rule that read it: "label"
+    (the label's own word), "synonym" (another word of it: fake, authentic, AI, ...),
+    "negation" (a word negated: "not real") or "none"."""
     if not isinstance(text, str):
-        return None
+        return None, "none"
     cleaned = _ECHO.sub(" ", text[:2000])  # the label sits at the start of an extraction answer
     for match in _MENTION.finditer(cleaned):
         label = AI if match.group("ai") else REAL
         if match.group("neg"):
-            label = REAL if label == AI else AI
-        return label
-    return None
+            return (REAL if label == AI else AI), "negation"
+        word = (match.group("ai") or match.group("real")).lower()
+        return label, "label" if _LABEL_WORD.fullmatch(word) else "synonym"
+    return None, "none"
+
+
+def outcome_rule(codes: Sequence[str]) -> str:
+    """The code of an outcome of n answers: its answers' most common code; a tie goes to the one
+    declared later in READ_RULES (the more lenient rule). "" without answers."""
+    counts = Counter(codes)
+    if not counts:
+        return ""
+    return max(counts, key=lambda c: (counts[c], _RANK.get(c, len(_RANK))))
 
 
 @dataclass(frozen=True)
@@ -85,16 +121,22 @@ def extract_prediction_source(text: object) -> str | None:
     ai-generated / artificial / fake / generated without `real` -> ai-generated; `real` anywhere
     (both present) -> real; else None. Substrings, so "unrealistic" reads as real and "AI" or
     "synthetic" alone as None. Non-text answers are None (the source would raise)."""
+    return read_label_source(text)[0]
+
+
+def read_label_source(text: object) -> tuple[str | None, str]:
+    """`extract_prediction_source`'s label and the code of the source's branch that gave it:
+    "source-real", "source-ai-term", "source-both" (both words: real) or "source-none"."""
     if not isinstance(text, str):
-        return None
+        return None, "source-none"
     t = text.lower().strip()
     if REAL in t and AI not in t:
-        return REAL
+        return REAL, "source-real"
     if any(term in t for term in _AI_TERMS_SOURCE) and REAL not in t:
-        return AI
+        return AI, "source-ai-term"
     if REAL in t:
-        return REAL
-    return None
+        return REAL, "source-both"
+    return None, "source-none"
 
 
 def majority_vote_source(predictions: Sequence[str | None]) -> Vote:

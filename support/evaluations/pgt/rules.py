@@ -14,10 +14,10 @@ from typing import Any
 
 from support.evaluations.pgt.answers import (
     Vote,
-    extract_prediction,
-    extract_prediction_source,
     majority_vote,
     majority_vote_source,
+    read_label,
+    read_label_source,
 )
 from support.evaluations.pgt.dataset import row_order, source_order
 from support.evaluations.pgt.phrases import (
@@ -40,7 +40,8 @@ class PgtRules:
     seed: Callable[[int], int]  # --seed -> the seed of a stage-1 request with n > 1
     cue: str  # stage 2 continues the stage-1 prompt and the reasoning after it
     stage2_max_tokens: int
-    extract: Callable[[object], str | None]  # stage-2 text -> label
+    # stage-2 text -> (label, the READ_RULES code of the rule that read it)
+    read: Callable[[object], tuple[str | None, str]]
     vote: Callable[[Sequence[str | None]], Vote]  # the n labels -> the prediction
     source_files: bool  # the source's file names (layout.performance_name) for kept results
 
@@ -74,7 +75,7 @@ WRITEUP = PgtRules(
     seed=_run_seed,
     cue=FINAL_ANSWER_CUE,  # a blank line, then the answer phrase
     stage2_max_tokens=16,  # the label
-    extract=extract_prediction,
+    read=read_label,  # the first label word, synonyms and negations read
     vote=majority_vote,  # ties go to `real`
     source_files=False,  # performance_<ts>.json
 )
@@ -88,7 +89,7 @@ SOURCE = PgtRules(
     seed=_source_seed,
     cue=FINAL_ANSWER_CUE_SOURCE,  # " " + the answer phrase (helpers.py:432)
     stage2_max_tokens=512,  # its stage 2 calls its stage-1 generator with n=1
-    extract=extract_prediction_source,  # its substring label rules
+    read=read_label_source,  # its substring label rules
     vote=majority_vote_source,  # None is a candidate
     source_files=True,  # performance_fixed_<ts>.json (helpers.py:776)
 )

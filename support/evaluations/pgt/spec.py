@@ -16,6 +16,7 @@ from typing import Any
 
 from support.data_paths import built_label, csv_columns, existing_file, existing_folder, holds_data
 from support.evaluation import EvaluationSpec, Option, OptionError
+from support.evaluations.pgt.answers import READ_RULES
 from support.evaluations.pgt.dataset import (
     COLUMN_ALIASES,
     DATASETS,
@@ -266,5 +267,6 @@ SPEC = EvaluationSpec(
     configure=configure,
     data_files=data_files,
     data_label=data_label,
+    read_rules=READ_RULES,
     prompt_modules=("support.evaluations.pgt.phrases",),
 )

@@ -32,7 +32,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from support.evaluation import CaseClient, Evaluation, Reused, linspace_subset
-from support.evaluations.pgt.answers import LABELS
+from support.evaluations.pgt.answers import CUT, LABELS, outcome_rule
 from support.evaluations.pgt.dataset import PgtDataset, load_csv, read_image
 from support.evaluations.pgt.layout import result_dir
 from support.evaluations.pgt.phrases import QUESTION, Prompt, build_prompt
@@ -293,12 +293,12 @@ class PgtEvaluation(Evaluation):
         self, case: Case, stage1: Request, first: Response, answers: list[Response]
     ) -> Verdict:
         label = case.params["label"]
-        extract, vote_of = self.settings.rules.extract, self.settings.rules.vote
+        read, vote_of = self.settings.rules.read, self.settings.rules.vote
         responses = []
         for reasoning, answer in zip(first.texts, answers, strict=True):
             # a final answer cut by the token limit is unparsable, whatever it holds (a
             # thinking model that spent the limit thinking leaves none; thinking is never read)
-            predicted = None if answer.truncated else extract(answer.text)
+            predicted = None if answer.truncated else read(answer.text)[0]
             responses.append(
                 {
                     "reasoning_response": reasoning,
@@ -339,7 +339,14 @@ class PgtEvaluation(Evaluation):
             target={"label": label, "generator": case.params["generator"]},
             raw=transcript(responses),
             extra={"question": question, "full_prompt": full_prompt, "responses": responses},
+            read_by=outcome_rule([self.read_by(r) for r in responses]),
         )
+
+    def read_by(self, response: Mapping[str, Any]) -> str:
+        """The code of the rule that read one answer of a reasoning entry (a kept entry's too):
+        `cut` when the label it holds was not read (the answer was cut by the token limit)."""
+        label, code = self.settings.rules.read(response.get("clean_answer_response"))
+        return CUT if label is not None and response.get("extracted_prediction") is None else code
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
         """The image (up to 640 px) with the truth and the vote written under it (a canvas at

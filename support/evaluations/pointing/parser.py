@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from support.provenance import ReadRule
+
 MAX_CHARS = 20_000  # only this many leading characters of an answer are looked at
 MAX_OBJECT_STARTS = 64  # "{" positions tried as the start of an embedded JSON object
 
@@ -50,6 +52,20 @@ _POINT_RE = re.compile(
     re.IGNORECASE,
 )
 _PRESENT_WORDS = {"0": 0, "1": 1, "true": 1, "false": 0, "yes": 1, "no": 0}
+# one markdown code fence around the whole answer (```json ... ```)
+_FENCED = re.compile(r"\A```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.DOTALL)
+
+# how an answer was read (support.provenance): `read_rule` gives the code of a parsed answer
+READ_RULES = (
+    ReadRule("json", "primary", "the whole answer is the JSON object the prompt asks for"),
+    ReadRule("json-fenced", "primary", "that JSON object alone in a markdown code fence"),
+    ReadRule("json-in-text", "fallback", "the first JSON object with a usable present in prose"),
+    ReadRule("key-regex", "fallback", "present / point_canvas pairs of malformed JSON, by regex"),
+    ReadRule("none", "unread", "no usable present: unparsable"),
+    ReadRule("source-json", "primary", "--compat source: json.loads of the whole answer"),
+    ReadRule("source-pair", "fallback", "--compat source: the first [x,y] pair means present"),
+    ReadRule("source-absent", "unread", "--compat source: nothing read, so absent"),
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,24 @@ class PointingAnswer:
             ok=bool(d["ok"]),
             reason=d.get("reason", ""),
         )
+
+
+def read_rule(answer: PointingAnswer, text: Any) -> str:
+    """The READ_RULES code of `answer`, parsed from `text` by `parse_pointing` or
+    `parse_pointing_source` (told apart by the reason, whose first word is the source used)."""
+    reason = answer.reason
+    if reason.startswith("source;"):
+        if reason.startswith("source; json"):
+            return "source-json"
+        return "source-pair" if reason.startswith("source; coordinates") else "source-absent"
+    if not answer.ok:
+        return "none"
+    head = reason.split(";")[0]
+    if head == "json-in-text" and isinstance(text, str):
+        fenced = _FENCED.match(text[:MAX_CHARS].strip())
+        if fenced is not None and isinstance(_loads(fenced.group(1)), dict):
+            return "json-fenced"
+    return {"json": "json", "json-in-text": "json-in-text", "regex": "key-regex"}.get(head, "none")
 
 
 def format_pointing(name: str, present: int, point: tuple[int, int] | None) -> str:

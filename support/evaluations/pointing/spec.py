@@ -10,6 +10,7 @@ from typing import Any
 
 from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, files_below
 from support.evaluation import EvaluationSpec, Option, OptionError
+from support.evaluations.pointing.parser import READ_RULES
 from support.evaluations.pointing.rules import PROFILES, WRITEUP, PointingRules
 from support.settings import RunSettings
 
@@ -182,6 +183,7 @@ SPEC = EvaluationSpec(
     configure=configure,
     data_files=data_files,
     data_label=data_label,
+    read_rules=READ_RULES,
     prompt_modules=("support.evaluations.pointing.prompts",),
     max_images=lambda settings: 4,  # few-shot: up to 3 examples (positive, easy, hard) + query
 )

@@ -47,6 +47,7 @@ from support.evaluations.pointing.parser import (
     PointingAnswer,
     format_pointing,
     parse_in_frame,
+    read_rule,
 )
 from support.evaluations.pointing.prepare import (
     Prepared,
@@ -499,6 +500,7 @@ class PointingEvaluation(Evaluation):
             target={"present": y_true, "point_canvas": self._target_list(row, organ, y_true)},
             raw=raw,
             extra=extra or {},
+            read_by=read_rule(answer, raw),
         )
 
     def hits(self, row: int, organ: int, point: tuple[int, int] | None) -> bool:

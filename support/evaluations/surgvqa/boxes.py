@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,7 +52,21 @@ BOX_KEYS = ("bbox_2d", "bbox", "box", "box_2d")  # first present wins
 LABEL_KEYS = ("label", "name", "tool", "class")
 WRAPPER_KEYS = ("boxes", "detections")
 
+# how the boxes were found (the first part of BoxAnswer.read_by): code, kind, what it means
+FORMS = (
+    ("json-list", "primary", "the whole answer is the JSON list the prompt asks for"),
+    ("json-fenced", "primary", "that JSON list alone in a markdown code fence"),
+    ("json-in-text", "fallback", "a JSON list inside prose"),
+    ("wrapper", "fallback", 'a {"boxes": [...]} or {"detections": [...]} wrapper'),
+    ("object", "fallback", "a single object instead of a list"),
+    ("literal", "fallback", "a Python literal (single quotes)"),
+    ("cut", "fallback", "an answer cut off: the complete items before the cut"),
+)
+# the frames an answer's numbers are read in, after @ in BoxAnswer.read_by (pixels: no suffix)
+FRAMES_READ = ("pixels", "resized", "norm1000", "gemini")
+
 _DECODER = json.JSONDecoder()
+_FENCE_OPENING = re.compile(r"```[\w-]*")  # a markdown code fence's first line (```json)
 _WHITESPACE = " \t\r\n"
 
 
@@ -78,6 +93,7 @@ class BoxAnswer:
     reason: str  # "ok", "truncated", "empty list", "no usable box", "no JSON", "not a list"
     dropped: int = 0  # items present but unusable
     over_cap: int = 0  # usable boxes past MAX_BOXES_PER_TOOL of their tool, not kept
+    read_by: str = "none"  # the READ_RULES code: the form found, then @frame when not pixels
 
 
 def parse_boxes(
@@ -92,16 +108,17 @@ def parse_boxes(
     size that is not two positive numbers: the frame's own size)."""
     scale = _seen_scale(seen, width, height) if frame == "resized" else (1.0, 1.0)
     try:
-        value, truncated = _find_value(text if isinstance(text, str) else "")
+        value, how = _find_value(text if isinstance(text, str) else "")
     except Exception:  # belt and braces: a parser bug must not fail a case
-        value, truncated = None, False
+        value, how = _NOTHING, "none"
     if value is _NOTHING:
         return BoxAnswer((), "no JSON")
     items = _items(value)
     if items is None:
         return BoxAnswer((), "not a list")
+    form = _form(value, how)
     if not items:
-        return BoxAnswer((), "empty list")
+        return BoxAnswer((), "empty list", read_by=form)
     boxes: list[Box] = []
     per_tool: dict[str, int] = {}
     dropped = over_cap = 0
@@ -116,7 +133,41 @@ def parse_boxes(
             boxes.append(box)
     if not boxes:
         return BoxAnswer((), "no usable box", dropped)
-    return BoxAnswer(tuple(boxes), "truncated" if truncated else "ok", dropped, over_cap)
+    read = _frame_read(items, frame, scale != (1.0, 1.0))
+    return BoxAnswer(
+        tuple(boxes),
+        "truncated" if how == "cut" else "ok",
+        dropped,
+        over_cap,
+        form if read == "pixels" else f"{form}@{read}",
+    )
+
+
+def _form(value: Any, how: str) -> str:
+    """The FORMS code of a value found `how` (_find_value)."""
+    if how in ("cut", "literal"):
+        return how
+    if isinstance(value, dict):
+        return (
+            "wrapper"
+            if any(isinstance(value.get(k), list | tuple) for k in WRAPPER_KEYS)
+            else "object"
+        )
+    return {"whole": "json-list", "fenced": "json-fenced"}.get(how, "json-in-text")
+
+
+def _frame_read(items: Sequence[Any], frame: BoxFrame, resized: bool) -> str:
+    """The frame an answer's numbers were read in: "auto" resolved by the first item's box key
+    (box_2d: gemini); "resized" is pixels when `resized` is False (no size the model saw, or
+    the frame's own size)."""
+    if frame == "auto":
+        for item in items:
+            if isinstance(item, dict) and (key := next((k for k in BOX_KEYS if k in item), None)):
+                return "gemini" if key == "box_2d" else "pixels"
+        return "pixels"
+    if frame == "resized" and not resized:
+        return "pixels"
+    return frame
 
 
 def boxes_json(
@@ -168,8 +219,10 @@ class _Nothing:
 _NOTHING: Any = _Nothing()
 
 
-def _find_value(text: str) -> tuple[Any, bool]:
-    """The first JSON value in `text` that looks like boxes, and whether it was cut short.
+def _find_value(text: str) -> tuple[Any, str]:
+    """The first JSON value in `text` that looks like boxes, and how it was found: "whole" (the
+    whole answer), "fenced" (alone in a markdown code fence), "in-text", "cut" (cut short),
+    "literal" (a Python literal) or "none" (a value that does not look like boxes, or nothing).
 
     Scans "[" and "{" positions in order. A value that decodes completely is taken if it is an
     object or a list that is empty or holds an object. A "[" that does not decode is read item by
@@ -181,15 +234,15 @@ def _find_value(text: str) -> tuple[Any, bool]:
     starts = [i for i, ch in enumerate(text) if ch in "[{"][:MAX_STARTS]
     for i in starts:
         try:
-            value, _ = _DECODER.raw_decode(text, i)
+            value, end = _DECODER.raw_decode(text, i)
         except (ValueError, RecursionError):
             if text[i] == "[":
                 items = _complete_items(text, i + 1)
                 if items:
-                    return items, True
+                    return items, "cut"
             continue
         if _looks_like_boxes(value):
-            return value, False
+            return value, _placed(text, i, end)
         if fallback is _NOTHING:
             fallback = value
     for i in starts[:MAX_LITERAL_STARTS]:
@@ -201,8 +254,18 @@ def _find_value(text: str) -> tuple[Any, bool]:
         except Exception:  # SyntaxError, ValueError, RecursionError, MemoryError, ...
             continue
         if _looks_like_boxes(value):
-            return value, False
-    return fallback, False
+            return value, "literal"
+    return fallback, "none"
+
+
+def _placed(text: str, start: int, end: int) -> str:
+    """How the value at text[start:end] sits in the answer: "whole", "fenced" or "in-text"."""
+    before, after = text[:start].strip(), text[end:].strip()
+    if not before and not after:
+        return "whole"
+    if _FENCE_OPENING.fullmatch(before) and after == "```":
+        return "fenced"
+    return "in-text"
 
 
 def _looks_like_boxes(value: Any) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, holds_data
 from support.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.surgvqa.leaderboard import TEXT_SCORES
+from support.evaluations.surgvqa.read_rules import READ_RULES
 from support.evaluations.surgvqa.rules import PROFILES, WRITEUP, SurgvqaRules
 from support.evaluations.surgvqa.semantic import (
     BERTSCORE_ID,
@@ -222,4 +223,5 @@ SPEC = EvaluationSpec(
     prompt_modules=("support.evaluations.surgvqa.prompts",),
     max_images=lambda settings: settings.frames,  # a VQA question's frames
     notes=notes,
+    read_rules=READ_RULES,
 )

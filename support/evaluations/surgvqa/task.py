@@ -62,6 +62,7 @@ from support.evaluations.surgvqa.prompts import (
     oracle_answer,
     vqa_prompt,
 )
+from support.evaluations.surgvqa.read_rules import vqa_rule
 from support.evaluations.surgvqa.rouge import rouge_scores
 from support.evaluations.surgvqa.spec import SurgvqaSettings
 from support.evaluations.surgvqa.synthetic import ensure_surgvu
@@ -303,6 +304,7 @@ class SurgvqaEvaluation(Evaluation):
             scores=scores,
             prediction=prediction,
             target={"references": refs, "yes_no": truth},
+            read_by=vqa_rule(answer, truth is not None, said),
         )
 
     def score_boxes(
@@ -333,7 +335,13 @@ class SurgvqaEvaluation(Evaluation):
             prediction["seen"] = list(seen)
         if parsed.over_cap:  # boxes past the cap (COCO would not count them either)
             prediction["over_cap"] = parsed.over_cap
-        return Verdict(status=status, scores=scores, prediction=prediction, target=target)
+        return Verdict(
+            status=status,
+            scores=scores,
+            prediction=prediction,
+            target=target,
+            read_by=parsed.read_by,
+        )
 
     # ---- pictures -----------------------------------------------------------------------------
     def render(self, case: Case, outcome: Outcome) -> bytes | None:
