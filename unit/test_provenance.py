@@ -326,3 +326,22 @@ def test_under_compat_source_the_codes_are_the_originals_branches(run_suite, mon
     # the original finds the [x,y] pair in the prose; an absent organ's answer has none
     lenient = {r["read_by"] for r in rows(results, "pointing") if r["model"] == LENIENT}
     assert lenient == {"source-pair", "source-absent"}
+
+
+def test_the_docs_list_every_declared_rule() -> None:
+    """docs/reports.md's tables hold each evaluation's rules as declared (surgvqa's frame
+    variants are described there in one sentence)."""
+    page = (HERE.parent / "docs" / "reports.md").read_text()
+    for name in EVALUATIONS:
+        for rule in evaluations.spec(name).read_rules:
+            if "@" not in rule.code:
+                assert f"| `{rule.code}` | {rule.kind} | {rule.meaning} |" in page, (name, rule)
+
+
+def test_the_html_case_shows_the_rule_that_read_the_answer() -> None:
+    pytest.importorskip("pytest_html")
+    from fixtures.case_extras import outcome_table
+
+    page = outcome_table(Outcome("c-m", "e", "m", "wrong", raw="A", read_by="<b>x</b>"))
+    assert "<th>read by</th><td><pre>&lt;b&gt;x&lt;/b&gt;</pre>" in page
+    assert "read by" not in outcome_table(Outcome("c-m", "e", "m", "error"))
