@@ -12,6 +12,11 @@
   not self-contained, go to `<report name>_assets/` beside the report (files named by content:
   cases showing the same picture, e.g. one image asked of two models, share one file, and the
   page counts the files, not the links).
+- **Where each picture is.** At session finish each evaluation's run folder gets `pictures.json`
+  (`PICTURES_INDEX`): the report's path and, per outcome case id, its picture's file, or the
+  case id among `inlined` when the picture is inside the report (paths relative to the run
+  folder). `vlmbench-compare A B --html` (support.compare_page) links the same files from it; a
+  file that cannot be written is a line of the terminal summary, never a failed run.
 - **Summary.** A contents list first (each evaluation with its counts by status), then each
   evaluation in run order (the order its first outcome arrived): its headline table, paired
   comparisons and plots, numbers formatted as in report.md, models in `--model` order, in
@@ -27,6 +32,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -45,6 +51,7 @@ if TYPE_CHECKING:
     from support.settings import RunSettings
 
 PICTURE_KEY = "vlmbench_picture"  # key of a pytest-html image extra that is a case's picture
+PICTURES_INDEX = "pictures.json"  # in each evaluation's run folder: its outcomes' picture files
 STATUSES = ("error", "unparsable", "wrong", "correct")  # worst first
 NO_STATUS = "none"  # an item without outcomes (skipped, or broken before its case ran)
 DEFAULT_INLINE_MB = 8.0  # MB (1e6 bytes) of base64 pictures a self-contained report inlines
@@ -115,6 +122,7 @@ class HtmlCases:
     go (inline or a file) under the run's inline budget."""
 
     def __init__(self, report: Path, self_contained: bool, budget_bytes: int) -> None:
+        self.report = report
         self.assets = report.parent / f"{report.stem}_assets"
         self.self_contained = self_contained
         self.budget_bytes = budget_bytes  # bytes of base64 pictures a report may inline
@@ -123,6 +131,9 @@ class HtmlCases:
         self.linked = 0  # pictures linked to a file of self.assets (one file may serve several)
         self.asset_files: set[str] = set()  # the distinct files of self.assets linked
         self.statuses: dict[str, Counter[str]] = {}  # nodeid -> outcome statuses counted
+        # evaluation -> outcome case id -> its picture's file (absolute), None when inlined
+        self.pictures: dict[str, dict[str, Path | None]] = {}
+        self.index_problems: list[str] = []  # pictures.json files not written, and why
 
     @pytest.hookimpl(tryfirst=True)  # before pytest-html reads the report's extras
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -132,12 +143,23 @@ class HtmlCases:
             counts.update(str(d.get("status")) for d in found if isinstance(d, dict))
         extras = getattr(report, "extras", None)
         if extras:
-            report.extras = [self.placed(e) if e.get(PICTURE_KEY) else e for e in extras]
+            # a picture's name is its outcome's case id; the outcomes ride on the same report
+            evaluation_of = {
+                str(d.get("case_id")): str(d.get("evaluation"))
+                for d in found or ()
+                if isinstance(d, dict)
+            }
+            report.extras = [
+                self.placed(e, evaluation_of.get(str(e.get("name")))) if e.get(PICTURE_KEY) else e
+                for e in extras
+            ]
 
-    def placed(self, extra: Mapping[str, Any]) -> dict[str, Any]:
-        """A picture extra (base64 JPEG) as an html extra: an <img> inlined or linked."""
+    def placed(self, extra: Mapping[str, Any], evaluation: str | None = None) -> dict[str, Any]:
+        """A picture extra (base64 JPEG) as an html extra: an <img> inlined or linked. With
+        `evaluation`, where it went is kept for that evaluation's pictures.json."""
         encoded = str(extra.get("content", ""))
         mime = str(extra.get("mime_type") or "image/jpeg")
+        file: Path | None = None
         if self.self_contained and self.inline_bytes + len(encoded) <= self.budget_bytes:
             self.inline_bytes += len(encoded)  # what the page grows by: base64 text
             self.inlined += 1
@@ -145,7 +167,10 @@ class HtmlCases:
         else:
             data = base64.b64decode(encoded)
             src = self.write_asset(data, str(extra.get("extension") or "jpg"))
+            file = self.assets / src.rpartition("/")[2]
             self.linked += 1
+        if evaluation is not None and extra.get("name") is not None:
+            self.pictures.setdefault(evaluation, {})[str(extra["name"])] = file
         name = html.escape(str(extra.get("name") or "picture"))
         return {
             "name": extra.get("name"),
@@ -165,6 +190,24 @@ class HtmlCases:
             path.write_bytes(data)
         self.asset_files.add(name)
         return f"{self.assets.name}/{name}"
+
+    @pytest.hookimpl(trylast=True)  # after the reporter wrote the run folders
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        plugin = session.config.stash.get(REPORT_PLUGIN_KEY, None)
+        if plugin is None or plugin.result is None:  # --dry-run, or no session result
+            return
+        for r in plugin.result.evaluations:
+            folder = plugin.run.results_dir / r.name / plugin.run.run_id
+            if not folder.is_dir():  # its files could not be written: nothing to index
+                continue
+            try:
+                write_pictures_index(folder, self.report, self.pictures.get(r.name, {}))
+            except (OSError, ValueError) as exc:  # the index is an extra: never the run's fate
+                self.index_problems.append(f"{folder / PICTURES_INDEX}: {exc}")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        for problem in self.index_problems:
+            terminalreporter.write_line(f"vlmbench: pictures index not written: {problem}")
 
     def status_cell(self, nodeid: str) -> str:
         """The Status cell: the worst status of the item's outcomes (counts when several)."""
@@ -206,6 +249,25 @@ class HtmlCases:
             f"({self.inline_bytes / 1e6:.1f} MB, --html-inline-mb {self.budget_bytes / 1e6:g}), "
             f"{html.escape(linked)}.</p>"
         )
+
+
+def write_pictures_index(folder: Path, report: Path, pictures: Mapping[str, Path | None]) -> Path:
+    """`folder`/pictures.json (atomic): {"report": the report, "pictures": {outcome case id: its
+    picture's file}, "inlined": [case ids whose picture is inside the report]}, every path
+    relative to `folder` (a picture that could not be drawn is in neither)."""
+    from support.files import atomic_write_text
+
+    def rel(path: Path) -> str:
+        return os.path.relpath(path, folder.absolute())
+
+    index = {
+        "report": rel(report),
+        "pictures": {k: rel(v) for k, v in sorted(pictures.items()) if v is not None},
+        "inlined": sorted(k for k, v in pictures.items() if v is None),
+    }
+    path = folder / PICTURES_INDEX
+    atomic_write_text(path, json.dumps(index, indent=1) + "\n")
+    return path
 
 
 def escaped_test_id(cell: object) -> object:

@@ -8,6 +8,12 @@ run `RUN@MODEL`; a model not in its run is an error that lists the run's models.
 table is the evaluation's own comparison (support/comparisons/pairing.py: paired cluster-bootstrap
 intervals, the evaluation's tests, Holm over the table); cases found in one run only are counted and
 printed, never dropped silently.
+
+A side that is not a folder is a run id (`RID` or `RID@MODEL`): its folders `<results>/*/RID`
+(`--results DIR`, default `results`), so `RID@m1 RID@m2` compares every evaluation both sides
+hold, each evaluation's table printed in turn. `--html FILE` also writes the comparison page
+(support.compare_page): the paired tables, then every case pair, flipped first, with both answers
+and the runs' case pictures.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from support import evaluations
+from support.compare_page import Compared
 from support.comparisons.pairing import report_section
 from support.files import spreadsheet_safe
 from support.types import Outcome, outcome_id
@@ -96,6 +104,20 @@ def compare_runs(
 ) -> tuple[pd.DataFrame, list[str]]:
     """The paired table of run B against run A, and notes (unmatched cases, what was not
     compared). `model_a` / `model_b`: one model of each run only (None: all of the run's)."""
+    found = compared_runs(folder_a, folder_b, n_resamples, seed, model_a, model_b)
+    return found.table, list(found.notes)
+
+
+def compared_runs(
+    folder_a: Path,
+    folder_b: Path,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    model_a: str | None = None,
+    model_b: str | None = None,
+) -> Compared:
+    """compare_runs, with what the comparison page shows besides: the evaluation, the outcomes
+    picked and the model pairs compared."""
     name_a, outs_a = load_run(folder_a)
     name_b, outs_b = load_run(folder_b)
     if name_a != name_b:
@@ -106,14 +128,15 @@ def compare_runs(
     models_b = list(dict.fromkeys(o.model for o in outs_b))
     shared = [m for m in models_a if m in models_b]
     if shared:
-        requested = [(f"A:{m}", f"B:{m}") for m in shared]
+        pairs = [(m, m) for m in shared]
     elif len(models_a) == 1 and len(models_b) == 1:
-        requested = [(f"A:{models_a[0]}", f"B:{models_b[0]}")]
+        pairs = [(models_a[0], models_b[0])]
     else:
         raise ValueError(
             f"runs share no model (A: {', '.join(models_a)}; B: {', '.join(models_b)}): pick one "
             "model of each with --model-a MODEL and --model-b MODEL (or RUN_A@MODEL RUN_B@MODEL)"
         )
+    requested = [(f"A:{a}", f"B:{b}") for a, b in pairs]
     summary = evaluations.spec(name_a).summary_module()
     found = summary.compared(
         name_a, _tagged(outs_a, "A") + _tagged(outs_b, "B"), requested, n_resamples, seed
@@ -130,7 +153,35 @@ def compare_runs(
             f"{len(only_a)} case(s) only in A (e.g. {only_a[:3]}), {len(only_b)} only in B "
             f"(e.g. {only_b[:3]}): left out of the pairs",
         ]
-    return table, notes
+    return Compared(
+        name_a, Path(folder_a), Path(folder_b), model_a, model_b, tuple(outs_a), tuple(outs_b),
+        tuple(pairs), table, tuple(notes),
+    )  # fmt: skip
+
+
+def run_id_folders(arg: str, results: Path) -> tuple[dict[str, Path], str | None] | None:
+    """`RID` or `RID@MODEL` as a run id across evaluations: ({evaluation: <results>/<evaluation>/
+    RID}, model or None), or None when no evaluation under `results` has such a run. The whole
+    `arg` is tried first, then each split at an `@` (a model name may hold `@` itself)."""
+    results = Path(results)
+    if not results.is_dir():
+        return None
+    tries = [(arg, None)]
+    at = arg.find("@")
+    while at != -1:
+        tries.append((arg[:at], arg[at + 1 :] or None))
+        at = arg.find("@", at + 1)
+    for run_id, model in tries:
+        if not run_id or run_id in (".", "..") or "/" in run_id or os.sep in run_id:
+            continue
+        found = {
+            child.name: child / run_id
+            for child in sorted(results.iterdir())
+            if not child.name.startswith(".") and (child / run_id).is_dir()
+        }
+        if found:
+            return found, model
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -156,6 +207,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     parser.add_argument("--out", type=Path, help="also write the table to this CSV file")
+    parser.add_argument(
+        "--results",
+        metavar="DIR",
+        type=Path,
+        default=Path("results"),
+        help="where a run id (a side that is not a folder: RID or RID@MODEL) is looked for: "
+        "DIR/<evaluation>/RID, every evaluation both sides hold (results)",
+    )
     board = parser.add_argument_group(
         "leaderboard", "every run of a results folder, instead of RUN_A RUN_B"
     )
@@ -167,33 +226,104 @@ def main(argv: Sequence[str] | None = None) -> int:
         "key metrics; markdown on stdout",
     )
     board.add_argument("--csv", metavar="FILE", type=Path, help="--leaderboard: also as CSV")
-    board.add_argument("--html", metavar="FILE", type=Path, help="--leaderboard: also as HTML")
+    board.add_argument(
+        "--html",
+        metavar="FILE",
+        type=Path,
+        help="RUN_A RUN_B: also write the comparison page (cases side by side, flipped first); "
+        "--leaderboard: also as HTML",
+    )
     args = parser.parse_args(argv)
     if args.leaderboard is not None:
         return _leaderboard(parser, args)
-    if args.csv or args.html:
-        parser.error("--csv and --html go with --leaderboard DIR (RUN_A RUN_B: --out FILE)")
+    if args.csv:
+        parser.error("--csv goes with --leaderboard DIR (RUN_A RUN_B: --out FILE, --html FILE)")
     if args.run_a is None or args.run_b is None:
         parser.error("give two runs, RUN_A RUN_B, or --leaderboard DIR")
-    (run_a, at_a), (run_b, at_b) = split_run(args.run_a), split_run(args.run_b)
-    for side, at, option in (("a", at_a, args.model_a), ("b", at_b, args.model_b)):
+    sides = []
+    for side, arg, option in (("a", args.run_a, args.model_a), ("b", args.run_b, args.model_b)):
+        folder, at = split_run(arg)
+        by_id = None if folder.is_dir() else run_id_folders(arg, args.results)
+        if by_id is not None:
+            at = by_id[1]
         if at is not None and option is not None and at != option:
             parser.error(
                 f"--model-{side} {option!r} and RUN_{side.upper()}@{at} name two models: "
                 "give one of them"
             )
-    model_a, model_b = args.model_a or at_a, args.model_b or at_b
+        sides.append((by_id[0] if by_id else folder, option or at))
+    (where_a, model_a), (where_b, model_b) = sides
+    by_run_id = not (isinstance(where_a, Path) and isinstance(where_b, Path))
     try:
-        table, notes = compare_runs(run_a, run_b, args.bootstrap, args.seed, model_a, model_b)
+        if by_run_id:
+            found, skipped = _across_evaluations(where_a, where_b, args, model_a, model_b)
+        else:  # two run folders, as before run ids
+            found = [compared_runs(where_a, where_b, args.bootstrap, args.seed, model_a, model_b)]
+            skipped = []
     except ValueError as exc:
         print(f"vlmbench-compare: {exc}", file=sys.stderr)
         return 2
-    print(f"A = {run_a}" + (f" (model {model_a})" if model_a else ""))
-    print(f"B = {run_b}" + (f" (model {model_b})" if model_b else ""))
-    print(report_section(table, notes))
+    for c in found:
+        print(f"A = {c.folder_a}" + (f" (model {model_a})" if model_a else ""))
+        print(f"B = {c.folder_b}" + (f" (model {model_b})" if model_b else ""))
+        print(report_section(c.table, c.notes))
+    for line in skipped:
+        print(line)
     if args.out:
+        table = found[0].table
+        if by_run_id:  # every evaluation's table, each row naming its evaluation
+            table = pd.concat([c.table.assign(evaluation=c.evaluation) for c in found])
+            table = table[["evaluation", *(k for k in table.columns if k != "evaluation")]]
         spreadsheet_safe(table).to_csv(args.out, index=False, float_format="%.6g")
+    if args.html:
+        from support.compare_page import write_page
+
+        try:
+            page = write_page(args.html, found, args.run_a, args.run_b, skipped)
+        except OSError as exc:
+            print(f"vlmbench-compare: the page was not written: {exc}", file=sys.stderr)
+            return 2
+        print(
+            f"page: {args.html} ({page['bytes']:,} bytes; {page['flipped']} flipped of "
+            f"{sum(n['pairs'] for n in page['counts'].values())} pairs)"
+        )
     return 0
+
+
+def _across_evaluations(
+    where_a: Path | dict[str, Path],
+    where_b: Path | dict[str, Path],
+    args: argparse.Namespace,
+    model_a: str | None,
+    model_b: str | None,
+) -> tuple[list[Compared], list[str]]:
+    """A run id on one side at least: each evaluation both sides hold, compared (in name
+    order), and a line for each evaluation one side holds only. ValueError when they share
+    none."""
+    maps = []
+    for where in (where_a, where_b):
+        if isinstance(where, dict):
+            maps.append(where)
+        else:  # a run folder beside a run id: its evaluation
+            maps.append({load_run(where)[0]: where})
+    held_a, held_b = maps
+    shared = sorted(set(held_a) & set(held_b))
+    if not shared:
+        raise ValueError(
+            f"A and B hold no evaluation in common (A: {', '.join(sorted(held_a))}; "
+            f"B: {', '.join(sorted(held_b))})"
+        )
+    skipped = [
+        f"{name}: only in {side} ({held[name]}), not compared"
+        for side, held, other in (("A", held_a, held_b), ("B", held_b, held_a))
+        for name in sorted(held)
+        if name not in other
+    ]
+    found = [
+        compared_runs(held_a[n], held_b[n], args.bootstrap, args.seed, model_a, model_b)
+        for n in shared
+    ]
+    return found, skipped
 
 
 def _leaderboard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

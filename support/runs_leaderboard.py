@@ -221,12 +221,12 @@ def _unquoted(model: object, models: Sequence[str]) -> str:
 # --- the table ----------------------------------------------------------------------------------
 
 
-def _date(start: str) -> str:
+def short_date(start: str) -> str:
     """`2026-11-27T10:40:04.409+00:00` -> `2026-11-27 10:40` (UTC, as the manifest has it)."""
     return start[:16].replace("T", " ") if start else MISSING
 
 
-def _fingerprint(run: Run) -> str:
+def fingerprint_text(run: Run) -> str:
     if run.data_sha256 is None and run.data_label is None:
         return MISSING
     short = run.data_sha256[:SHORT_HASH] if run.data_sha256 else "no hash"
@@ -272,7 +272,7 @@ def _evaluation_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, tuple[str, ...
                 "evaluation": run.evaluation,
                 "group": groups[run.group_key],
                 "run": run.run_id,
-                "date": _date(run.start),
+                "date": short_date(run.start),
                 "model": str(line["model"]),
             }
             for c in labels:
@@ -284,7 +284,7 @@ def _evaluation_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, tuple[str, ...
                 row[column] = float(value) if _number(value) else float("nan")
             row |= {
                 "profile": run.profile or MISSING,
-                "data": _fingerprint(run),
+                "data": fingerprint_text(run),
                 "command": run.command_short,
                 "data_sha256": run.data_sha256 or "",
                 "data_label": run.data_label or "",

@@ -130,7 +130,7 @@ def test_html_page_is_not_the_answers_size(run_suite, tmp_path, monkeypatch):
 
 
 def test_shown_never_splits_a_surrogate_pair():
-    from fixtures.case_extras import SHOWN_CHARS, shown
+    from support.shown_text import SHOWN_CHARS, shown
 
     text = "a" * (SHOWN_CHARS - 1) + "\ud83d\ude00" + "b" * 10  # a pair across the limit
     cut = shown(text)
