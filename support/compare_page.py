@@ -351,7 +351,7 @@ SCRIPT = """
   option(fKind, '', 'all');
   option(fKind, 'flipped', 'flipped (either way)');
   data.kinds.forEach((name, i) => option(fKind, String(i), name));
-  filters.appendChild(labelled('kind', fKind));
+  filters.appendChild(labelled('flip', fKind));
   const fGroups = keys.map((key, k) => {
     const values = new Set();
     for (const r of rows) if (r[2][k] !== null) values.add(r[2][k]);
@@ -657,7 +657,7 @@ def page_html(
         "to see them.</p>",
         '<table id="cases"><colgroup><col style="width:13%"><col style="width:6%">'
         '<col style="width:19%"><col style="width:19%"><col style="width:11%">'
-        '<col style="width:32%"></colgroup><thead><tr><th>case</th><th>kind</th>'
+        '<col style="width:32%"></colgroup><thead><tr><th>case</th><th>flip</th>'
         "<th>A</th><th>B</th><th>target</th><th>picture</th></tr></thead>"
         '<tbody id="case-rows"></tbody></table>',
         '<p><button type="button" id="show-more">show more</button></p>',
