@@ -153,8 +153,9 @@ def _write_summary_files(
     written.attempt(lambda: [write_csv(summary, out_dir / "summary.csv")])
     written.attempt(lambda: [write_csv(usage, out_dir / "usage.csv")])
     written.attempt(lambda: [write_csv(calls, out_dir / "calls.csv")])
-    section = _provenance(name, outs, run, out_dir, written, found)
+    section = ""
     try:
+        section = _provenance(name, outs, run, out_dir, written, found)
         written.attempt(lambda: list(summary_of.write_outputs(outs, summary, out_dir, ctx)))
         compared = summary_of.compared(name, outs, run.compare, run.bootstrap, run.seed)
         if compared is not None:

@@ -68,9 +68,12 @@ def test_pointing_codes(text, writeup: str, source: str) -> None:
     assert read_rule(parse_pointing_source(text, CANVAS), text) == source
 
 
-def test_a_fence_around_prose_is_not_the_object_alone() -> None:
-    text = '```\nMy answer: {"present": 0, "point_canvas": null}\n```'
-    assert read_rule(parse_pointing(text, CANVAS), text) == "json-in-text"
+def test_a_fence_around_prose_or_a_wrapper_is_not_the_object_alone() -> None:
+    for text in (
+        '```\nMy answer: {"present": 0, "point_canvas": null}\n```',
+        '```json\n{"answer": {"present": 1, "point_canvas": [3, 4]}}\n```',
+    ):
+        assert read_rule(parse_pointing(text, CANVAS), text) == "json-in-text", text
 
 
 PGT = [

@@ -111,8 +111,9 @@ def read_rule(answer: PointingAnswer, text: Any) -> str:
     head = reason.split(";")[0]
     if head == "json-in-text" and isinstance(text, str):
         fenced = _FENCED.match(text[:MAX_CHARS].strip())
-        if fenced is not None and isinstance(_loads(fenced.group(1)), dict):
-            return "json-fenced"
+        obj = _loads(fenced.group(1)) if fenced is not None else None
+        if isinstance(obj, dict) and _present(obj.get("present")) is not None:
+            return "json-fenced"  # the object read is the fence's whole content
     return {"json": "json", "json-in-text": "json-in-text", "regex": "key-regex"}.get(head, "none")
 
 

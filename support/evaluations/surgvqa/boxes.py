@@ -19,6 +19,9 @@ Box frames (`BoxFrame`), all turned into pixels of the frame (origin top-left, x
 - "gemini":   [ymin, xmin, ymax, xmax] relative, 0-1000 (Gemini's `box_2d`);
 - "auto":     an item whose box key is `box_2d` is read as "gemini", any other as "pixels".
 
+How the boxes were found (the form, `FORMS`) and the frame their numbers were read in make the
+answer's `read_by` code (support.provenance; surgvqa/read_rules.py), e.g. `json-in-text@gemini`.
+
 Corners given the wrong way round are swapped and boxes are clipped to the frame. Items that cannot
 be used (unknown tool, not four finite numbers, no area left after clipping, not an object) are
 dropped and counted. Model answers are untrusted text: `parse_boxes` never raises. At most
@@ -110,7 +113,7 @@ def parse_boxes(
     try:
         value, how = _find_value(text if isinstance(text, str) else "")
     except Exception:  # belt and braces: a parser bug must not fail a case
-        value, how = _NOTHING, "none"
+        value, how = None, "none"
     if value is _NOTHING:
         return BoxAnswer((), "no JSON")
     items = _items(value)
