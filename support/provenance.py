@@ -112,12 +112,20 @@ def kind_shares(table: pd.DataFrame) -> dict[str, dict[str, float]]:
     return shares
 
 
+def fallback_shares(table: pd.DataFrame) -> dict[str, float]:
+    """model -> the share of its read answers a fallback rule read (an undeclared code counts as
+    one): what the flag and the leaderboard of runs read."""
+    return {
+        model: kinds.get("fallback", 0.0) + kinds.get(UNDECLARED, 0.0)
+        for model, kinds in kind_shares(table).items()
+    }
+
+
 def fallback_flags(table: pd.DataFrame, threshold: float = FALLBACK_FLAG_SHARE) -> list[str]:
-    """A line per model more than `threshold` of whose read answers a fallback rule read (an
-    undeclared code counts as one), naming the rules: what report.md and the terminal say."""
+    """A line per model more than `threshold` of whose read answers a fallback rule read,
+    naming the rules: what report.md and the terminal say."""
     lines = []
-    for model, kinds in kind_shares(table).items():
-        share = kinds.get("fallback", 0.0) + kinds.get(UNDECLARED, 0.0)
+    for model, share in fallback_shares(table).items():
         if share <= threshold:
             continue
         mine = table[(table["model"] == model) & table["kind"].isin(["fallback", UNDECLARED])]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import html
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ import pandas as pd
 
 from support import evaluations
 from support.files import atomic_write_text, write_csv
+from support.provenance import fallback_shares
 from support.report_markdown import escape_markup
 from support.reporting import interval_columns
 from support.tables import MISSING, key_metrics, label_columns, markdown_table, with_intervals
@@ -79,6 +80,9 @@ class Run:
     headline: pd.DataFrame
     labels: tuple[str, ...]  # the headline's label columns (text, other than the model)
     metrics: tuple[str, ...]  # its key metrics
+    # model -> the share of its answers read by a fallback parser rule (provenance.csv); empty
+    # for a run written before provenance, or whose provenance.csv cannot be read
+    fallback: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def group_key(self) -> tuple[str | None, str | None, str | None]:
@@ -204,7 +208,22 @@ def read_run(folder: Path) -> Run | Skipped:
         headline=headline,
         labels=tuple(label_columns(headline)),
         metrics=tuple(key_metrics(headline, summary_of.KEY_METRICS)),
+        fallback=_fallback_shares(folder, run_section.get("models") or []),
     )
+
+
+def _fallback_shares(folder: Path, models: Sequence[str]) -> dict[str, float]:
+    """Each model's share of answers read by a fallback rule, from the run's provenance.csv
+    ({} without one, or when it cannot be read: the column then shows MISSING)."""
+    path = folder / "provenance.csv"
+    if not path.is_file():
+        return {}
+    try:
+        table = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        shares = fallback_shares(table)
+    except Exception:  # an empty, cut or foreign provenance.csv: no column, never no run
+        return {}
+    return {_unquoted(model, models): share for model, share in shares.items()}
 
 
 def _text(value: object) -> str | None:
@@ -255,7 +274,8 @@ def _note(runs: Sequence[Run]) -> str | None:
 
 
 RESERVED = frozenset(
-    {"evaluation", "group", "run", "date", "profile", "data", "command", "data_sha256"}
+    {"evaluation", "group", "run", "date", "fallback", "profile", "data", "command"}
+    | {"data_sha256"}
     | {"data_label", "start", "command_line", "folder"}
 )
 
@@ -282,6 +302,7 @@ def _evaluation_table(runs: Sequence[Run]) -> tuple[pd.DataFrame, tuple[str, ...
             for column in interval_columns(metrics):
                 value = line.get(column)
                 row[column] = float(value) if _number(value) else float("nan")
+            row["fallback"] = run.fallback.get(str(line["model"]), float("nan"))
             row |= {
                 "profile": run.profile or MISSING,
                 "data": fingerprint_text(run),
@@ -340,7 +361,7 @@ def build_leaderboard(root: Path) -> Leaderboard:
 # --- outputs ------------------------------------------------------------------------------------
 
 SHOWN = ("group", "run", "date", "model")  # then the labels, the metrics, SHOWN_AFTER
-SHOWN_AFTER = ("profile", "data", "command")
+SHOWN_AFTER = ("fallback", "profile", "data", "command")
 
 
 def shown_table(board: Leaderboard, name: str) -> pd.DataFrame:
@@ -348,7 +369,13 @@ def shown_table(board: Leaderboard, name: str) -> pd.DataFrame:
     table, metrics = board.tables[name], board.metrics[name]
     numbers = interval_columns(metrics)
     labels = [c for c in table.columns if c not in {*RESERVED, "model", *numbers}]
-    return with_intervals(table[[*SHOWN, *labels, *numbers, *SHOWN_AFTER]], metrics)
+    shown = with_intervals(table[[*SHOWN, *labels, *numbers, *SHOWN_AFTER]], metrics)
+    return shown.assign(fallback=[_percent(v) for v in table["fallback"]])
+
+
+def _percent(share: float) -> str:
+    """A fallback share as a person reads it: 62%, or MISSING without provenance.csv."""
+    return MISSING if share != share else f"{share:.0%}"
 
 
 def _md_cell(value: object) -> object:

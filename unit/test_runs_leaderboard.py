@@ -285,6 +285,7 @@ def test_leaderboard_of_real_runs(run_suite, tmp_path: Path, capsys) -> None:
     assert set(pointing["model"]) == {"oracle", "chance"}
     oracle = pointing[pointing["model"] == "oracle"]
     assert (oracle[keys[0]] == 1.0).all()
+    assert (oracle["fallback"] == 0.0).all()  # every oracle answer read as the prompt asks
     assert list(pointing[keys[0]]) == sorted(pointing[keys[0]], reverse=True)  # best first
     groups = dict(zip(pointing["run"], pointing["group"], strict=False))
     assert groups["writeup"] != groups["source"]
@@ -326,3 +327,28 @@ def test_leaderboard_of_real_runs(run_suite, tmp_path: Path, capsys) -> None:
     capsys.readouterr()
     board = build_leaderboard(results)
     check_hostile(board, csv_path, html_path.read_text(encoding="utf-8"), HOSTILE, HOSTILE)
+
+
+def test_each_models_fallback_share_comes_from_provenance_csv(tmp_path: Path) -> None:
+    """The fallback column: each model's share of answers read by a fallback parser rule
+    (provenance.csv, support.provenance); MISSING for a run without one, or with one that cannot
+    be read (the run is still listed)."""
+    read = make_run(tmp_path, "read", {"m1": 0.3, "m2": 0.5})
+    rows = [  # m1: 3 of 4 answers converted (a fallback); m2: all bare numbers
+        {"model": "m1", "read_by": "number", "kind": "primary", "answers": 1, "share": 0.25},
+        {"model": "m1", "read_by": "converted", "kind": "fallback", "answers": 3, "share": 0.75},
+        {"model": "m2", "read_by": "number", "kind": "primary", "answers": 4, "share": 1.0},
+    ]
+    write_csv(pd.DataFrame(rows), read / "provenance.csv")
+    make_run(tmp_path, "older", {"m1": 0.4})  # written before provenance
+    broken = make_run(tmp_path, "broken", {"m2": 0.6})
+    (broken / "provenance.csv").write_text("model\n\x00", encoding="utf-8")
+    board = build_leaderboard(tmp_path)
+    table = board.tables["nyu_distance"]
+    got = {(r.run, r.model): r.fallback for r in table.itertuples()}
+    assert got[("read", "m1")] == pytest.approx(0.75) and got[("read", "m2")] == 0.0
+    assert pd.isna(got[("older", "m1")]) and pd.isna(got[("broken", "m2")])
+    shown = shown_table(board, "nyu_distance").set_index(["run", "model"])["fallback"]
+    assert shown[("read", "m1")] == "75%" and shown[("read", "m2")] == "0%"
+    assert shown[("older", "m1")] == "—"
+    assert "| 75%" in to_markdown(board) and "<td>75%</td>" in to_html(board)
