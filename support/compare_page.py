@@ -499,25 +499,31 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]], cls: str = "
 
 
 def read_run_facts(folder: Path) -> Run | Skipped:
-    """What the run's manifest says (support.runs_leaderboard.read_run), or why it cannot."""
+    """What the run's manifest says (support.runs_leaderboard.read_run, partial runs read too),
+    or why it cannot be read."""
     from support.runs_leaderboard import read_run
 
-    return read_run(folder)
+    return read_run(folder, partial=True)
 
 
-def _not_comparable(a: Run | Skipped, b: Run | Skipped) -> str | None:
-    """Why an evaluation's two sides are not comparable (or cannot be told), else None."""
+def _warnings(a: Run | Skipped, b: Run | Skipped) -> list[str]:
+    """What the reader must know before reading an evaluation's pairs: a side whose facts cannot
+    be read, a side whose tables are partial, other data (not comparable), another profile (a
+    comparison of profiles: the pairs show how each reads and scores the same cases)."""
     from support.runs_leaderboard import Skipped
 
-    unknown = [f"{w}: {f.why}" for w, f in (("A", a), ("B", b)) if isinstance(f, Skipped)]
-    if unknown:
-        return "cannot tell whether the sides are comparable (" + "; ".join(unknown) + ")"
-    why = []
-    if (a.data_sha256, a.data_label) != (b.data_sha256, b.data_label):  # type: ignore[union-attr]
-        why.append("data fingerprint differs")
-    if a.profile != b.profile:  # type: ignore[union-attr]
-        why.append("profile differs")
-    return "not comparable: " + " / ".join(why) if why else None
+    if isinstance(a, Skipped) or isinstance(b, Skipped):
+        unknown = [f"{w}: {f.why}" for w, f in (("A", a), ("B", b)) if isinstance(f, Skipped)]
+        return ["cannot tell whether the sides are comparable (" + "; ".join(unknown) + ")"]
+    found = [f"{w}: {f.incomplete}" for w, f in (("A", a), ("B", b)) if f.incomplete]
+    if (a.data_sha256, a.data_label) != (b.data_sha256, b.data_label):
+        found.append("not comparable: the data fingerprint differs")
+    if a.profile != b.profile:
+        found.append(
+            f"the profile differs (A {a.profile}, B {b.profile}): the pairs show how each "
+            "profile reads and scores the same cases"
+        )
+    return found
 
 
 def _both(a: str, b: str) -> str:
@@ -549,8 +555,7 @@ def _sides_section(
         (where_a, *facts_a), (where_b, *facts_b) = shown
         both = [_both(x, y) for x, y in zip(facts_a, facts_b, strict=True)]
         rows.append((c.evaluation, where_a, where_b, *both))
-        warning = _not_comparable(facts[c.folder_a], facts[c.folder_b])
-        if warning:
+        for warning in _warnings(facts[c.folder_a], facts[c.folder_b]):
             warnings.append(f'<p class="warn">{_esc(c.evaluation)}: {_esc(warning)}</p>')
     parts = [
         _table(

@@ -83,6 +83,7 @@ class Run:
     # model -> the share of its answers read by a fallback parser rule (provenance.csv); empty
     # for a run written before provenance, or whose provenance.csv cannot be read
     fallback: Mapping[str, float] = field(default_factory=dict)
+    incomplete: str | None = None  # read_run(partial=True): why its tables are not complete
 
     @property
     def group_key(self) -> tuple[str | None, str | None, str | None]:
@@ -157,8 +158,10 @@ def _completion_problem(completion: Any) -> str | None:
     return None
 
 
-def read_run(folder: Path) -> Run | Skipped:
-    """The run in `folder`, or why it cannot be listed."""
+def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
+    """The run in `folder`, or why it cannot be listed. A run whose tables do not hold its
+    selection (interrupted, partial) is skipped, unless `partial`: then it is read, and its
+    `incomplete` says how far it got (the comparison page shows a partial run's facts)."""
     folder = Path(folder)
     path = folder / "manifest.json"
     if not path.is_file():
@@ -170,7 +173,7 @@ def read_run(folder: Path) -> Run | Skipped:
     if not isinstance(manifest, dict):
         return Skipped(folder, "manifest.json is not a JSON object")
     problem = _completion_problem(manifest.get("completion"))
-    if problem:
+    if problem and not partial:
         return Skipped(folder, problem)
     name = manifest.get("evaluation") or folder.parent.name
     try:
@@ -209,6 +212,7 @@ def read_run(folder: Path) -> Run | Skipped:
         labels=tuple(label_columns(headline)),
         metrics=tuple(key_metrics(headline, summary_of.KEY_METRICS)),
         fallback=_fallback_shares(folder, run_section.get("models") or []),
+        incomplete=problem,
     )
 
 

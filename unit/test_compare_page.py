@@ -12,6 +12,7 @@ skip where none is installed (unit/hostile_pages.py).
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import re
@@ -503,4 +504,21 @@ def test_two_profiles_of_one_model_side_by_side_say_why_they_differ(
     data = page_data(page)
     assert data["rows"] and {KIND_CODES[r[3]] for r in data["rows"]} == {"a_right"}
     assert {(r[5][3], r[6][3]) for r in data["rows"]} == {("converted", "source-number")}
-    assert "profile differs" in page.read_text(encoding="utf-8")  # the sides are marked
+    assert "the profile differs (A writeup, B source)" in page.read_text(encoding="utf-8")
+
+
+def test_a_partial_run_shows_its_facts_and_says_it_is_partial(tmp_path: Path, capsys) -> None:
+    """A run whose tables do not hold its selection is read all the same: its date, profile and
+    data in the sides table, and a warning naming how far it got."""
+    from test_runs_leaderboard import make_run
+
+    partial = {"complete": False, "interrupted": False, "cases_finished": 3, "cases_selected": 6}
+    a = hand_run(make_run(tmp_path, "full", {"m1": 0.3}), "m1", 1)
+    b = hand_run(make_run(tmp_path, "part", {"m1": 0.4}, completion=partial), "m1", 2)
+    page = tmp_path / "page.html"
+    assert main([str(a), str(b), "--bootstrap", "50", "--html", str(page)]) == 0
+    capsys.readouterr()
+    text = html.unescape(page.read_text(encoding="utf-8"))
+    assert "B: partial run (manifest.json completion: not complete, 3 of 6 cases finished)" in text
+    assert "(partial run" not in text  # its facts, not the reason in their place
+    assert "writeup" in text and "aaaaaaaaaaaa" in text  # the profile, the fingerprint
