@@ -12,11 +12,12 @@
   not self-contained, go to `<report name>_assets/` beside the report (files named by content:
   cases showing the same picture, e.g. one image asked of two models, share one file, and the
   page counts the files, not the links).
-- **Where each picture is.** At session finish each evaluation's run folder gets `pictures.json`
-  (`PICTURES_INDEX`): the report's path and, per outcome case id, its picture's file, or the
-  case id among `inlined` when the picture is inside the report (paths relative to the run
-  folder). `vlmbench-compare A B --html` (support.compare_page) links the same files from it; a
-  file that cannot be written is a line of the terminal summary, never a failed run.
+- **Where each picture is.** At session finish each evaluation's run folder gets `pictures.json`:
+  the report's path and, per outcome case id, its picture's file, or the case id among `inlined`
+  when the picture is inside the report (paths relative to the run folder). Its format has one
+  owner, support.compare_page (`write_pictures_index` here, `read_pictures` for
+  `vlmbench-compare A B --html`, which links the same files); a file that cannot be written is a
+  line of the terminal summary, never a failed run.
 - **Summary.** A contents list first (each evaluation with its counts by status), then each
   evaluation in run order (the order its first outcome arrived): its headline table, paired
   comparisons and plots, numbers formatted as in report.md, models in `--model` order, in
@@ -32,7 +33,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -43,6 +43,7 @@ import pytest
 
 from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY
 from reports.terminal import interval_label
+from support.compare_page import PICTURES_INDEX, write_pictures_index
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from support.settings import RunSettings
 
 PICTURE_KEY = "vlmbench_picture"  # key of a pytest-html image extra that is a case's picture
-PICTURES_INDEX = "pictures.json"  # in each evaluation's run folder: its outcomes' picture files
 STATUSES = ("error", "unparsable", "wrong", "correct")  # worst first
 NO_STATUS = "none"  # an item without outcomes (skipped, or broken before its case ran)
 DEFAULT_INLINE_MB = 8.0  # MB (1e6 bytes) of base64 pictures a self-contained report inlines
@@ -249,25 +249,6 @@ class HtmlCases:
             f"({self.inline_bytes / 1e6:.1f} MB, --html-inline-mb {self.budget_bytes / 1e6:g}), "
             f"{html.escape(linked)}.</p>"
         )
-
-
-def write_pictures_index(folder: Path, report: Path, pictures: Mapping[str, Path | None]) -> Path:
-    """`folder`/pictures.json (atomic): {"report": the report, "pictures": {outcome case id: its
-    picture's file}, "inlined": [case ids whose picture is inside the report]}, every path
-    relative to `folder` (a picture that could not be drawn is in neither)."""
-    from support.files import atomic_write_text
-
-    def rel(path: Path) -> str:
-        return os.path.relpath(path, folder.absolute())
-
-    index = {
-        "report": rel(report),
-        "pictures": {k: rel(v) for k, v in sorted(pictures.items()) if v is not None},
-        "inlined": sorted(k for k, v in pictures.items() if v is None),
-    }
-    path = folder / PICTURES_INDEX
-    atomic_write_text(path, json.dumps(index, indent=1) + "\n")
-    return path
 
 
 def escaped_test_id(cell: object) -> object:

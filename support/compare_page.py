@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from support.runs_leaderboard import Run, Skipped
 
-PICTURES_INDEX = "pictures.json"  # reports.html.PICTURES_INDEX (support imports no reports)
+PICTURES_INDEX = "pictures.json"  # in each run folder under --html: its outcomes' picture files
 PAGE_ROWS = 200  # rows the page's script adds at a time ("show more" adds as many again)
 SHORT_CHARS = 300  # a longer text shows its start and a "more" toggle
 # (code, label) in the page's order: flipped first
@@ -132,6 +132,24 @@ class Pictures:
     files: Mapping[str, Path] = field(default_factory=dict)
     inlined: frozenset[str] = frozenset()
     missing: str | None = None
+
+
+def write_pictures_index(folder: Path, report: Path, pictures: Mapping[str, Path | None]) -> Path:
+    """`folder`/pictures.json (atomic): {"report": the report, "pictures": {outcome case id: its
+    picture's file}, "inlined": [case ids whose picture is inside the report]}, every path
+    relative to `folder` (a picture that could not be drawn is in neither)."""
+
+    def rel(path: Path) -> str:
+        return os.path.relpath(path, folder.absolute())
+
+    index = {
+        "report": rel(report),
+        "pictures": {k: rel(v) for k, v in sorted(pictures.items()) if v is not None},
+        "inlined": sorted(k for k, v in pictures.items() if v is None),
+    }
+    path = folder / PICTURES_INDEX
+    atomic_write_text(path, json.dumps(index, indent=1) + "\n")
+    return path
 
 
 def read_pictures(folder: Path) -> Pictures:

@@ -165,8 +165,8 @@ def _frame_read(items: Sequence[Any], frame: BoxFrame, resized: bool) -> str:
     the frame's own size)."""
     if frame == "auto":
         for item in items:
-            if isinstance(item, dict) and (key := next((k for k in BOX_KEYS if k in item), None)):
-                return "gemini" if key == "box_2d" else "pixels"
+            if isinstance(item, dict) and (key := _box_key(item)) is not None:
+                return _auto_frame(key)
         return "pixels"
     if frame == "resized" and not resized:
         return "pixels"
@@ -333,14 +333,14 @@ def _box(
     if not isinstance(item, dict):
         return None
     label = next((canonical_tool(item[k]) for k in LABEL_KEYS if k in item), None)
-    key = next((k for k in BOX_KEYS if k in item), None)
+    key = _box_key(item)
     if label is None or key is None:
         return None
     coords = _four_numbers(item[key])
     if coords is None:
         return None
     if frame == "auto":
-        frame = "gemini" if key == "box_2d" else "pixels"
+        frame = _auto_frame(key)
     a, b, c, d = coords
     if frame == "gemini":  # [ymin, xmin, ymax, xmax] in 0-1000
         x1, y1, x2, y2 = b * width / NORM, a * height / NORM, d * width / NORM, c * height / NORM
@@ -356,6 +356,16 @@ def _box(
     if not (x2 > x1 and y2 > y1) or not all(map(math.isfinite, (x1, y1, x2, y2))):
         return None
     return Box(label, x1, y1, x2, y2)
+
+
+def _box_key(item: dict) -> str | None:
+    """The item's box key: the first of BOX_KEYS it has."""
+    return next((k for k in BOX_KEYS if k in item), None)
+
+
+def _auto_frame(key: str) -> BoxFrame:
+    """The frame "auto" reads a box in: Gemini's for `box_2d`, pixels for any other key."""
+    return "gemini" if key == "box_2d" else "pixels"
 
 
 def _clip(v: float, size: int) -> float:
