@@ -236,6 +236,23 @@ def cpu_vendor() -> str:
     return "unknown"
 
 
+# what forces torch's float kernels below what the CPU offers: ATen's own dispatch, MKL's
+# (matrix products) and oneDNN's; set, they make this machine another CPU as far as the bits go
+DISPATCH_VARS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR",
+                 "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")  # fmt: skip
+
+
+def cpu_signature() -> str:
+    """What picks the float kernels a model's values come from: the CPU's vendor, torch's CPU
+    capability and any dispatch variable set ("AuthenticAMD AVX512", "GenuineIntel AVX2
+    MKL_ENABLE_INSTRUCTIONS=AVX2"). The golden records it as `cpu`; the unit test asks for every
+    bit only on a machine of the same signature."""
+    import torch
+
+    forced = [f"{name}={os.environ[name]}" for name in DISPATCH_VARS if os.environ.get(name)]
+    return " ".join([cpu_vendor(), torch.backends.cpu.get_cpu_capability(), *forced])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--evaluation", required=True, type=Path, help="the checkout's evaluation/")
@@ -271,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch_threads": torch.get_num_threads(),
         # and on the CPU's vendor and instruction set (the math library's kernels): the unit
         # test asks for every bit only on a machine of this signature
-        "cpu": f"{cpu_vendor()} {torch.backends.cpu.get_cpu_capability()}",
+        "cpu": cpu_signature(),
         "packages": {p: metadata.version(p) for p in packages},
         "cases": rows,
         "metrics": {
