@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import json
 import threading
 from collections.abc import Callable, Coroutine
@@ -114,6 +115,9 @@ class ModelClient:
     batch queue was built with (its store), so the queue's writes and the client's share one
     count of failed writes and one warning.
 
+    `max_tokens` (--max-tokens) caps each request's output tokens before its cache key is made,
+    so a capped answer is cached apart from a whole one.
+
     `concurrency` is a fixed number of requests in flight, or "auto": an AIMD controller
     (support/concurrency.py) sets it from the 429s the backend reports (`rate_limit_listeners`,
     which API backends feed from their HTTP client's response hook) and the latency of answers.
@@ -128,8 +132,10 @@ class ModelClient:
         aimd: AimdSettings | None = None,
         spending: Spending | None = None,
         batches: BatchQueue | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.backend = backend
+        self.max_tokens = max_tokens  # `--max-tokens`: a cap on every request's own limit
         self.name = backend.name
         self.spending = spending
         self.batches = batches
@@ -277,6 +283,8 @@ class ModelClient:
                 f"holds {', '.join(sorted(unread))} (an evaluation sends a model only the parts "
                 "its `modalities` name)"
             )
+        if self.max_tokens is not None and request.max_tokens > self.max_tokens:
+            request = dataclasses.replace(request, max_tokens=self.max_tokens)  # keyed as sent
         return await self._front.send(self.key(request), request)
 
     def _on_rate_limited(self, retry_after_s: float | None, sent_at: float | None = None) -> None:

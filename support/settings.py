@@ -53,6 +53,7 @@ class RunSettings:
     gpus: str = ""  # `--gpus` as given ("0,1"), read when a local engine is built
     max_batch: int | None = None  # `--max-batch`: a local engine's largest batch
     max_images: int | None = None  # `--max-images`: images per prompt a local engine accepts
+    max_tokens: int | None = None  # `--max-tokens`: every request's output tokens at most
     device: str | None = None  # `--device`: torch device of hf: models
     dtype: str | None = None  # `--dtype`: weights' dtype in local engines (None: auto)
     # `--model-arg KEY=VALUE` pairs, in order: keyword arguments of `python:` models' factories

@@ -134,6 +134,24 @@ def test_cache_serves_repeats_and_never_stores_errors(tmp_path):
     assert backend.calls == 4  # only the failed one was sent again
 
 
+def test_max_tokens_caps_each_request_before_its_cache_key(tmp_path):
+    """--max-tokens: a request asking for more is sent (and cached) at the cap; one asking for
+    less keeps its own limit; the capped answer is not the whole one's cache entry."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    backend = ScriptedBackend(lambda r: f"{r.parts[0].text}:{r.max_tokens}")
+    capped = ModelClient(backend, cache=cache, concurrency=2, max_tokens=24)
+    whole = ModelClient(backend, cache=cache, concurrency=2)
+
+    async def ask(client, *requests):
+        return [r.text for r in await asyncio.gather(*(client.generate(q) for q in requests))]
+
+    long, short = req("long", max_tokens=512), req("short", max_tokens=16)
+    assert asyncio.run(ask(capped, long, short)) == ["long:24", "short:16"]
+    assert asyncio.run(ask(whole, long)) == ["long:512"]  # not the capped entry
+    assert backend.calls == 3 and len(cache) == 3
+    assert asyncio.run(ask(capped, long)) == ["long:24"] and backend.calls == 3  # cached
+
+
 class MalformedApi(Backend):
     """An API backend's failure path (support/backends/api_backend.py, `generate`): every attempt
     gets a 200 without a usable body (MalformedResponse), the outer retry (call_with_retry, 3

@@ -203,12 +203,32 @@ def test_a_full_results_disk_names_the_file_and_loses_no_other(tmp_path, shared_
     assert json.loads((folder / "manifest.json").read_text())["completion"]["complete"] is True
 
 
+HELD = '''
+import os, time
+from pathlib import Path
+
+asked = 0
+
+def reply(request):
+    """The target (a perfect model), at once, but for the HOLD_AT-th request of this process:
+    that one writes HELD.<pid> and is still being answered until RELEASE exists (120 s at most),
+    as a slow model's. It runs on the engine's loop thread, so no later case of this process
+    can finish while it waits."""
+    global asked
+    asked += 1
+    if asked == int(os.environ["HOLD_AT"]):
+        Path(f"{os.environ['HELD']}.{os.getpid()}").touch()
+        deadline = time.monotonic() + 120  # s: the test releases it right after its SIGINT
+        while not os.path.exists(os.environ["RELEASE"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return request.target if isinstance(request.target, str) else ""
+'''
+HOLD_AT = 40  # requests of a process: 14 of pgt's 66 quick cases have passed when it is asked
+
+
 def sigint_as_from_a_shell() -> None:
     """In the child before it runs pytest: SIGINT at its default disposition and unblocked, as a
-    shell starts a command. A child inherits an ignored or blocked signal. In the full unit suite
-    (xdist) the run this test starts ran every case to the end as if its SIGINT were lost
-    (2026-11-26 and 27), never when the test ran alone or with its module under -n 2; what in the
-    suite leaves the worker so was not found, so the child no longer inherits it."""
+    shell starts a command (a child inherits an ignored or blocked signal)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
@@ -216,12 +236,22 @@ def sigint_as_from_a_shell() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_sigint_marks_the_results_partial(tmp_path, shared_cache, workers):
-    """SIGINT once 3 cases have passed: the files are written, and report.md, manifest.json and
-    the terminal say they are partial (N of M cases)."""
+    """SIGINT while a model is still answering, 3 cases having passed: the files are written,
+    and report.md, manifest.json and the terminal say they are partial (N of M cases).
+
+    The signal is sent on conditions, not on time: a process of the child has been asked its
+    HOLD_AT-th request, which is not answered until the test says so, and 3 PASSED lines have
+    been read. Every case of the group is submitted at once, so with answers on time the last
+    cases pass within milliseconds of each other: a signal sent on reading the third PASSED line
+    could arrive after the run's end on a loaded machine, and did (the run "ran to the end")."""
     argv = suite_argv(tmp_path, shared_cache, "-m", "quick", "-n", workers, "-v")
+    (tmp_path / "held.py").write_text(HELD)
+    argv[argv.index("--model=scripted:answers:reply")] = "--model=scripted:held:reply"
+    held, release = tmp_path / "holding", tmp_path / "release"
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", *argv],
-        cwd=tmp_path, env=suite_env(tmp_path, ANSWER_S="0.5"),
+        cwd=tmp_path,
+        env=suite_env(tmp_path, HOLD_AT=str(HOLD_AT), HELD=str(held), RELEASE=str(release)),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=sigint_as_from_a_shell,
     )  # fmt: skip
@@ -230,13 +260,17 @@ def test_sigint_marks_the_results_partial(tmp_path, shared_cache, workers):
     reader.start()
     try:
         deadline = time.monotonic() + 240  # s
-        while sum("PASSED" in line for line in list(lines)) < 3:
+        while not (
+            list(tmp_path.glob("holding.*")) and sum("PASSED" in line for line in list(lines)) >= 3
+        ):
             assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)[-3000:]
-            time.sleep(0.1)
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
+        release.touch()
         proc.wait(timeout=120)
         reader.join(timeout=10)
     finally:
+        release.touch()
         if proc.poll() is None:
             proc.kill()
             proc.wait()

@@ -114,7 +114,7 @@ def test_the_default_image_limit_is_the_most_an_evaluation_sends():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("flag", ["--max-images=0", "--max-batch=0"])
+@pytest.mark.parametrize("flag", ["--max-images=0", "--max-batch=0", "--max-tokens=0"])
 def test_engine_limits_below_one_are_usage_errors(flag):
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", flag, "unit/test_seam.py"],

@@ -265,29 +265,36 @@ def test_cache_identity_follows_weights_not_engine_limits(tiny, tmp_path):
 # -- every evaluation through the real engines -----------------------------------------------------
 
 
-def _check_suite(tmp: Path, shared_cache: Path, model: str, *args: str) -> None:
+# the quick subsets' answers at most 32 tokens: the path is checked, not what the random
+# weights write (their 512-token pgt reasonings were most of a run's time)
+MAX_TOKENS = "--max-tokens=32"
+
+
+def _check_suite(tmp: Path, shared_cache: Path, models: list[str], *args: str) -> None:
+    """Every evaluation's quick subset for `models` in one child session (the session's start
+    and data paid once): no error outcome; then the same command again, every request from the
+    cache and the same raw rows."""
+    args = (*(f"--model={m}" for m in models), *args, MAX_TOKENS)
     cache = cache_with_shared_data(tmp, shared_cache)
-    first = run_quick(tmp, cache, "r1", f"--model={model}", *args, env=ENGINE_ENV)
+    first = run_quick(tmp, cache, "r1", *args, env=ENGINE_ENV)
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-3000:]
     errors = error_outcomes(raw_rows(tmp / "results", "r1"))
     assert not errors, {ev: (len(e), e[0]) for ev, e in errors.items()}
     # the same command again (pgt keeps finished results unless --override): every request
     # from the cache, the same raw rows
-    again = run_quick(tmp, cache, "r2", f"--model={model}", "--override", *args, env=ENGINE_ENV)
+    again = run_quick(tmp, cache, "r2", "--override", *args, env=ENGINE_ENV)
     assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-3000:]
     for ev in EVALUATIONS:
         manifest = json.loads((tmp / "results" / ev / "r2" / "manifest.json").read_text())
-        counts = manifest["models"][model]["outcomes"]
-        assert counts["sent"] == 0 and counts["cache_hits"] > 0, (ev, counts)
+        for model in models:
+            counts = manifest["models"][model]["outcomes"]
+            assert counts["sent"] == 0 and counts["cache_hits"] > 0, (ev, model, counts)
         r1 = (tmp / "results" / ev / "r1" / "raw_results.jsonl").read_bytes()
         assert (tmp / "results" / ev / "r2" / "raw_results.jsonl").read_bytes() == r1, ev
 
 
 @pytest.mark.slow
-def test_every_evaluation_runs_offline(tiny, tmp_path, shared_cache):
-    _check_suite(tmp_path, shared_cache, f"vllm:{tiny}")
-
-
-@pytest.mark.slow
-def test_every_evaluation_runs_served(server, tmp_path, shared_cache):
-    _check_suite(tmp_path, shared_cache, "openai-compatible:tiny", f"--api-base={server}")
+def test_every_evaluation_runs_offline_and_served(tiny, server, tmp_path, shared_cache):
+    """`vllm:` and `openai-compatible:` (the module's server) side by side in one session."""
+    models = [f"vllm:{tiny}", "openai-compatible:tiny"]
+    _check_suite(tmp_path, shared_cache, models, f"--api-base={server}")

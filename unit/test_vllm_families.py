@@ -9,13 +9,14 @@ with several --model), its models side by side:
 - `hf:<folder>` (transformers) for every family, Llama-3.2-Vision included (vLLM dropped it).
 
 No outcome may be an error. Then, per vLLM family, the greedy answers of `hf:` and `vllm:` must be
-the same text, case by case: every request of the quick subsets is greedy (pointing's few-shot
-cases send 4 images, pgt sends both stages, the second continuing the first's answer after the
-template's opened assistant turn), so one engine rendering, resizing or continuing differently
-from the other shows up here. The thinking variant of Qwen3-VL differs from the instruct one only
-in its template (the assistant turn opens with "<think>"), so it runs offline and on `hf:`; the
-served path of its family is the instruct one's. Both engines run float32 (`--dtype float32`):
-vLLM's CPU platform would otherwise run the tiny float32 checkpoints in bfloat16.
+the same text, case by case, on their first 32 tokens (`--max-tokens`): every request of the
+quick subsets is greedy (pointing's few-shot cases send 4 images, pgt sends both stages, the
+second continuing the first's answer after the template's opened assistant turn), so one engine
+rendering, resizing or continuing differently from the other shows up here. The thinking variant
+of Qwen3-VL differs from the instruct one only in its template (the assistant turn opens with
+"<think>"), so it runs offline and on `hf:`; the served path of its family is the instruct
+one's. Both engines run float32 (`--dtype float32`): vLLM's CPU platform would otherwise run the
+tiny float32 checkpoints in bfloat16.
 
 Marked `vllm` and `slow`: `.ci/vllm` runs it in the vLLM venv (vLLM 0.32's CPU build, transformers
 with torchvision); elsewhere it is skipped.
@@ -48,6 +49,11 @@ ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CONFIGURE_LOGGING": "0"}
 # both engines in float32, the tiny checkpoints' dtype (vLLM's CPU platform would run bfloat16)
 DTYPE = "--dtype=float32"
 SERVED = tuple(f for f in VLLM_FAMILIES if f != "qwen3_vl_thinking")
+# every answer at most 32 tokens: the engines are compared on what they were sent (the
+# template, the images, pgt's continuation of its first stage), which shows from the first
+# token; the random weights' answers carry no content, and their 512-token pgt reasonings
+# took most of the lane's time
+MAX_TOKENS = "--max-tokens=32"
 
 
 # the thinking family's room for its <think> span (tokens): the default 4,096 lets the random
@@ -94,6 +100,7 @@ def _run(family: str, folder: Path, shared_cache: Path, tmp_path_factory):
     cache = cache_with_shared_data(tmp, shared_cache)
     models = _models(family, folder)
     args = [*(f"--model={m}" for m in models), f"--max-images={MAX_IMAGES}", "--device=cpu", DTYPE]
+    args.append(MAX_TOKENS)
     with contextlib.ExitStack() as stack:
         if family in SERVED:
             log = tmp / "vllm-server.log"
