@@ -22,7 +22,9 @@ import pytest
 
 from support.testing.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
 
-pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+# every test here runs the suite in a subprocess; one worker runs this module, so its costly
+# module fixtures are built once, not once a worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("api_pointing")]
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")

@@ -25,8 +25,11 @@ import pytest
 
 from support.backends.api_models import API_MODELS
 from support.testing.loopback import LoopbackServer, ScriptAnswer, ScriptRequest
+from support.testing.suite_runs import EVERY_SHAPE
 
-pytestmark = pytest.mark.slow  # the suite in a subprocess
+# the suite in a subprocess; one worker runs this module, so its costly module fixtures
+# are built once, not once a worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("api_thinking_runs")]
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
@@ -35,9 +38,7 @@ pytest.importorskip("google.genai")
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-loopback-thinking-SECRET-41c9"
 EVALUATIONS = ("pointing", "pgt", "nyu_distance", "surgvqa", "dynamic")
-# pointing's quick subset cut to two organs (Liver, Liver Ligament) in all three conditions:
-# every request shape of the five evaluations, at a sixth of pointing's requests
-QUICKER = "not pointing or liver"
+QUICKER = EVERY_SHAPE  # every request shape of the five evaluations, at a fraction of the cases
 
 
 def parseable(request: ScriptRequest) -> str:

@@ -26,6 +26,9 @@ from support.evaluations.pointing.classes import (
 )
 from support.evaluations.pointing.dataset import CholecSeg8k, video_id_from_path
 
+# one worker runs this module: its costly module fixtures are built once, not once a worker
+pytestmark = pytest.mark.xdist_group("cholecseg8k_data")
+
 ROOT = Path(__file__).resolve().parents[1]
 N_VIDEOS, N_FRAMES = 3, 20  # the small sample: 60 rows
 

@@ -25,7 +25,9 @@ import xmlschema
 from _pytest.junitxml import families
 from rounds_runs import plant_rounds, rounds_args
 
-pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+# every test here runs the suite in a subprocess; one worker runs this module, so its costly
+# module fixtures are built once, not once a worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("junit")]
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = Path(__file__).parent / "schemas" / "junit-10.xsd"

@@ -26,6 +26,9 @@ from support.runner import LoggedClient
 from support.settings import RunSettings
 from support.testing.tiny_vlm import ensure_tiny_vlm
 
+# one worker runs this module: its costly module fixtures are built once, not once a worker
+pytestmark = pytest.mark.xdist_group("pgt_local")
+
 ASSISTANT = "<|assistant|>\n"  # the tiny model's chat template opens the assistant turn so
 COT = PHRASES["cot"]
 

@@ -13,7 +13,9 @@ import pytest
 
 from support.evaluations.pgt.phrases import MODES
 
-pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+# every test here runs the suite in a subprocess; one worker runs this module, so its costly
+# module fixtures are built once, not once a worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("pgt_run")]
 
 # the keys of the source's example files
 PERFORMANCE_KEYS = {"model", "dataset", "phrase", "mode", "n_responses", "metrics"}

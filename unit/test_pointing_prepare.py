@@ -27,6 +27,9 @@ from support.evaluations.pointing.prepare import (
 from support.evaluations.pointing.selection import jaccard
 from support.evaluations.pointing.synthetic import build_cholecseg8k
 
+# one worker runs this module: its costly module fixtures are built once, not once a worker
+pytestmark = pytest.mark.xdist_group("pointing_prepare")
+
 ROOT = Path(__file__).resolve().parents[1]
 N_TEST, GAP = 12, 2  # test rows drawn from the 120-row sample, min rows between picks of a video
 ROLES = ("positives", "negatives_easy", "negatives_hard")

@@ -50,6 +50,9 @@ from support.evaluations.pointing.task import PointingEvaluation
 from support.settings import RunSettings
 from support.types import Outcome, Part
 
+# one worker runs this module: its costly module fixtures are built once, not once a worker
+pytestmark = pytest.mark.xdist_group("pointing_source")
+
 W, H = 854, 480  # the original's canvas in the main script: the frame size (CholecSeg8k)
 TEST = [300, 12, 150, 451, 77, 220]  # the test rows of the folder below, in file (not row) order
 LIVER = 2

@@ -31,6 +31,9 @@ from support.runner import CaseResult, run_case
 from support.settings import RunSettings
 from support.types import Case, Outcome, Request, Response
 
+# one worker runs this module: its costly module fixtures are built once, not once a worker
+pytestmark = pytest.mark.xdist_group("summary_matrix")
+
 EVALUATIONS = ("pointing", "pgt", "nyu_distance", "surgvqa", "dynamic")
 MIXES = ("all_error", "all_unparsable", "mixed", "zero", "one")
 CASES = 8  # quick cases per evaluation (dynamic: all rounds of its small searches)

@@ -72,6 +72,9 @@ from support.evaluations.surgvqa.semantic import (
 from support.testing.tiny_scorers import install_official_ids
 from tools.surgvu26_official import cpu_signature
 
+# one worker runs this module: its costly module fixtures are built once, not once a worker
+pytestmark = pytest.mark.xdist_group("surgvqa_agreement")
+
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "unit" / "data" / "surgvu26_official.json"
 COMMIT = "1133d7786dd7040e0873c54ff75fdf69a0bb9288"  # the official evaluator's, as the docstring

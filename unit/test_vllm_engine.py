@@ -29,6 +29,7 @@ from support.backends.registry import BackendOptions, create_backend
 from support.engine import Engine, ModelClient
 from support.testing.suite_runs import (
     EVALUATIONS,
+    EVERY_SHAPE,
     cache_with_shared_data,
     error_outcomes,
     raw_rows,
@@ -271,10 +272,10 @@ MAX_TOKENS = "--max-tokens=32"
 
 
 def _check_suite(tmp: Path, shared_cache: Path, models: list[str], *args: str) -> None:
-    """Every evaluation's quick subset for `models` in one child session (the session's start
-    and data paid once): no error outcome; then the same command again, every request from the
-    cache and the same raw rows."""
-    args = (*(f"--model={m}" for m in models), *args, MAX_TOKENS)
+    """Every evaluation's quick subset for `models`, cut to every request shape, in one child
+    session (the session's start and data paid once): no error outcome; then the same command
+    again, every request from the cache and the same raw rows."""
+    args = (*(f"--model={m}" for m in models), *args, MAX_TOKENS, "-k", EVERY_SHAPE)
     cache = cache_with_shared_data(tmp, shared_cache)
     first = run_quick(tmp, cache, "r1", *args, env=ENGINE_ENV)
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-3000:]

@@ -12,6 +12,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 EVALUATIONS = ("pointing", "pgt", "nyu_distance", "surgvqa", "dynamic")
 CHILD_RUN_S = 1500  # seconds a child run may take
+# a `-k` expression for `-m quick`: every request shape of the five evaluations at a fraction of
+# their cases: pointing cut to one organ (Liver) in all three conditions, few-shot included (15
+# of 180 cases), pgt to its first image in all eleven modes (11 of 66); nyu_distance, surgvqa and
+# dynamic whole
+EVERY_SHAPE = "(not pointing or (liver and not ligament)) and (not pgt or r00000)"
 
 
 def run_quick(
