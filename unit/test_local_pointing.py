@@ -44,6 +44,7 @@ def test_pointing_quick_runs_on_the_tiny_model(tiny_model, cholecseg8k, tmp_path
         f"--results-dir={tmp_path / 'results'}",
         "--run-id=r",
         "--bootstrap=100",
+        "--max-tokens=32",  # nonsense either way: 32 tokens of it are read as 256 would be
         "-m",
         "quick",
         "-p",

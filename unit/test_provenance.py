@@ -38,6 +38,7 @@ from support.provenance import (
     provenance_table,
     report_section,
 )
+from support.testing.suite_runs import EVERY_SHAPE
 from support.types import Outcome
 
 HERE = Path(__file__).parent
@@ -286,7 +287,7 @@ def rows(results: Path, name: str) -> list[dict]:
 
 @pytest.mark.slow
 def test_a_lenient_model_is_read_by_fallbacks_and_flagged(run_suite, monkeypatch) -> None:
-    result, results = run_both(run_suite, monkeypatch)
+    result, results = run_both(run_suite, monkeypatch, "-k", EVERY_SHAPE)
     assert result.ret == 0, result.outlines[-30:]
     terminal = result.stdout.str()
     for name in EVALUATIONS:
