@@ -241,9 +241,10 @@ def test_sigint_marks_the_results_partial(tmp_path, shared_cache, workers):
 
     The signal is sent on conditions, not on time: a process of the child has been asked its
     HOLD_AT-th request, which is not answered until the test says so, and 3 PASSED lines have
-    been read. Every case of the group is submitted at once, so with answers on time the last
-    cases pass within milliseconds of each other: a signal sent on reading the third PASSED line
-    could arrive after the run's end on a loaded machine, and did (the run "ran to the end")."""
+    been read. An earlier form signalled on the third PASSED line alone, the model sleeping
+    0.5 s an answer; in full suites under load its child ran every case to the end, a cause never
+    reproduced (the workers' SIGINT was watched after every test of a whole run and never
+    ignored or blocked). Held, the run cannot end before the signal, whatever the timing."""
     argv = suite_argv(tmp_path, shared_cache, "-m", "quick", "-n", workers, "-v")
     (tmp_path / "held.py").write_text(HELD)
     argv[argv.index("--model=scripted:answers:reply")] = "--model=scripted:held:reply"

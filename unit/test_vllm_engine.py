@@ -30,6 +30,7 @@ from support.engine import Engine, ModelClient
 from support.testing.suite_runs import (
     EVALUATIONS,
     EVERY_SHAPE,
+    LANE_MAX_TOKENS,
     cache_with_shared_data,
     error_outcomes,
     raw_rows,
@@ -266,16 +267,11 @@ def test_cache_identity_follows_weights_not_engine_limits(tiny, tmp_path):
 # -- every evaluation through the real engines -----------------------------------------------------
 
 
-# the quick subsets' answers at most 32 tokens: the path is checked, not what the random
-# weights write (their 512-token pgt reasonings were most of a run's time)
-MAX_TOKENS = "--max-tokens=32"
-
-
 def _check_suite(tmp: Path, shared_cache: Path, models: list[str], *args: str) -> None:
     """Every evaluation's quick subset for `models`, cut to every request shape, in one child
     session (the session's start and data paid once): no error outcome; then the same command
     again, every request from the cache and the same raw rows."""
-    args = (*(f"--model={m}" for m in models), *args, MAX_TOKENS, "-k", EVERY_SHAPE)
+    args = (*(f"--model={m}" for m in models), *args, LANE_MAX_TOKENS, "-k", EVERY_SHAPE)
     cache = cache_with_shared_data(tmp, shared_cache)
     first = run_quick(tmp, cache, "r1", *args, env=ENGINE_ENV)
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-3000:]

@@ -34,6 +34,7 @@ import pytest
 
 from support.testing.suite_runs import (
     EVERY_SHAPE,
+    LANE_MAX_TOKENS,
     cache_with_shared_data,
     error_outcomes,
     raw_rows,
@@ -56,11 +57,6 @@ ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CONFIGURE_LOGGING": "0"}
 # both engines in float32, the tiny checkpoints' dtype (vLLM's CPU platform would run bfloat16)
 DTYPE = "--dtype=float32"
 SERVED = tuple(f for f in VLLM_FAMILIES if f != "qwen3_vl_thinking")
-# every answer at most 32 tokens: the engines are compared on what they were sent (the
-# template, the images, pgt's continuation of its first stage), which shows from the first
-# token; the random weights' answers carry no content, and their 512-token pgt reasonings
-# took most of the lane's time
-MAX_TOKENS = "--max-tokens=32"
 
 
 # the thinking family's room for its <think> span (tokens): the default 4,096 lets the random
@@ -107,7 +103,7 @@ def _run(family: str, folder: Path, shared_cache: Path, tmp_path_factory):
     cache = cache_with_shared_data(tmp, shared_cache)
     models = _models(family, folder)
     args = [*(f"--model={m}" for m in models), f"--max-images={MAX_IMAGES}", "--device=cpu", DTYPE]
-    args += [MAX_TOKENS, "-k", EVERY_SHAPE]
+    args += [LANE_MAX_TOKENS, "-k", EVERY_SHAPE]
     with contextlib.ExitStack() as stack:
         if family in SERVED:
             log = tmp / "vllm-server.log"

@@ -16,6 +16,9 @@ CHILD_RUN_S = 1500  # seconds a child run may take
 # their cases: pointing cut to one organ (Liver) in all three conditions, few-shot included (15
 # of 180 cases), pgt to its first image in all eleven modes (11 of 66), dynamic to its random
 # strategy's two rounds (the search's rounds send the same shape); nyu_distance and surgvqa whole
+# the real-engine lane's cap on every answer: engines are compared on what they were sent, which
+# shows from the first token; the random weights' 512-token pgt reasonings were most of its time
+LANE_MAX_TOKENS = "--max-tokens=32"
 EVERY_SHAPE = (
     "(not pointing or (liver and not ligament)) and (not pgt or r00000) and (not dynamic or random)"
 )
