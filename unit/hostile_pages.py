@@ -11,18 +11,24 @@ planted in:
   (FAULT_TURN) it raises PageFault with ERROR_PAYLOAD, which also carries terminal escape sequences
   (TERMINAL_ESCAPES: a window title, a screen clear) that the terminal must not receive.
 
-`rendered(page)` is the DOM of a page after its scripts ran, from Chromium's `--dump-dom`
-(None when no Chromium is installed); `scan(dom)` says what ran and what shows as text.
+`rendered(page, expect)` is the DOM of a page after its scripts ran (None when no Chromium is
+installed), read from headless Chromium over the DevTools protocol once the page shows the texts
+it is expected to show; `scan(dom)` says what ran and what shows as text.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -45,10 +51,12 @@ PAYLOADS = {
     "error": ERROR_PAYLOAD,
 }
 MODEL = f"scripted:hostile_pages:{MODEL_PAYLOAD}"
-BROWSER_TIMEOUT_S = 60  # one page rendered (~2 s here)
-VIRTUAL_TIME_MS = 5000  # the page's timers and loads Chromium lets run before it dumps the DOM
-RENDER_TRIES = 3  # renders of a page whose expected text is not shown yet (rendered)
-# flags that work in a container without a display, a session bus or a network
+BROWSER_TIMEOUT_S = 60  # one page rendered, from launch to close (~1 s here)
+VIRTUAL_TIME_MS = 5000  # the page's timers and loads Chromium lets run before the DOM is read
+SETTLE_S = 10  # of BROWSER_TIMEOUT_S, kept after the wait for the expected texts (budget, read)
+CLOSE_S = 5  # a closed browser's time to exit before it is killed
+# flags that work in a container without a display, a session bus or a network; the protocol
+# on the child's fd 3 (commands) and fd 4 (answers, events)
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -58,8 +66,32 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    f"--virtual-time-budget={VIRTUAL_TIME_MS}",
-    "--dump-dom",
+    "--remote-debugging-pipe",
+)
+# Popen has no fd map and a preexec_fn is unsafe with threads: a shell moves the pipes Popen
+# sets on stdin and stdout onto fds 3 and 4, then execs the browser with stdout on stderr
+_ON_PIPE_FDS = 'exec "$@" 3<&0 4>&1 0</dev/null 1>&2'
+# resolves true once every text of `want` is in the page's text (the text nodes outside
+# <script>, <style> and <title>, what `scan` reads as text), false after `ms` milliseconds
+_SHOWS_JS = """new Promise(resolve => {
+  const want = %s, skip = new Set(["script", "style", "title"]);
+  const shows = () => {
+    const walk = document.createTreeWalker(document.documentElement, NodeFilter.SHOW_TEXT);
+    let text = "";
+    for (let n = walk.nextNode(); n; n = walk.nextNode())
+      if (!skip.has(n.parentNode.localName)) text += n.data;
+    return want.every(w => text.includes(w));
+  };
+  if (shows()) return resolve(true);
+  const seen = new MutationObserver(() => {
+    if (shows()) { seen.disconnect(); clearTimeout(late); resolve(true); }
+  });
+  const late = setTimeout(() => { seen.disconnect(); resolve(false); }, %d);
+  seen.observe(document, {childList: true, subtree: true, characterData: true});
+})"""
+_DOM_JS = (
+    "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '')"
+    " + document.documentElement.outerHTML"
 )
 
 FAULT_TURN = 1  # the request (0-based, per process) that fails
@@ -92,33 +124,164 @@ def chromium() -> str | None:
 
 
 def rendered(page: Path, expect: Sequence[str] = ()) -> str | None:
-    """The DOM of `page` after its scripts ran (Chromium's --dump-dom), or None without Chromium.
-    Each call has its own profile folder, removed after. pytest-html builds its table in script
-    after load: on a loaded machine a dump may come before it is done, so while a text of
-    `expect` is missing the page is rendered again with twice the virtual time (3 tries; a page
-    that never shows it is returned as it was last dumped)."""
+    """The DOM of `page` after its scripts ran, or None without Chromium. The render waits on
+    conditions: the page's load event, then every text of `expect` in the page's text (at most
+    until SETTLE_S before BROWSER_TIMEOUT_S: a page that never shows one is returned as it is),
+    then VIRTUAL_TIME_MS of virtual time for pending timers and loads (what --virtual-time-budget
+    gives). pytest-html builds its table in script after load, so a dump on a timer raced it; the
+    wait on its text does not. Each call has its own browser and profile folder, removed after."""
     exe = chromium()
     if exe is None:
         return None
-    dom = ""
-    for attempt in range(RENDER_TRIES):
-        flags = [f for f in CHROMIUM_FLAGS if not f.startswith("--virtual-time-budget=")]
-        flags.append(f"--virtual-time-budget={VIRTUAL_TIME_MS * 2**attempt}")
-        with tempfile.TemporaryDirectory(prefix="vlmbench-chromium-") as profile:
-            done = subprocess.run(
-                [exe, *flags, f"--user-data-dir={profile}", page.resolve().as_uri()],
-                capture_output=True,
-                text=True,
-                timeout=BROWSER_TIMEOUT_S,
-                check=False,
+    deadline = time.monotonic() + BROWSER_TIMEOUT_S
+    with tempfile.TemporaryDirectory(prefix="vlmbench-chromium-") as folder:
+        log, profile = Path(folder) / "stderr.log", Path(folder) / "profile"
+        command = ["/bin/sh", "-c", _ON_PIPE_FDS, "sh", exe, *CHROMIUM_FLAGS]
+        command += [f"--user-data-dir={profile}", "about:blank"]
+        with log.open("wb") as stderr:
+            browser = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                bufsize=0,
+                start_new_session=True,  # its own process group: killed whole if it hangs
             )
-        if done.returncode != 0 or "<html" not in done.stdout:
-            raise RuntimeError(f"chromium exited {done.returncode}: {done.stderr[-2000:]}")
-        dom = done.stdout
-        text = scan(dom).text
-        if all(e in text for e in expect):
-            break
-    return dom
+        cdp = _Cdp(browser, log, deadline)
+        try:
+            return _render(cdp, page, expect)
+        finally:
+            cdp.close()
+
+
+def _render(cdp: _Cdp, page: Path, expect: Sequence[str]) -> str:
+    """The DOM of `page` in a new tab of `cdp`'s browser, read after the waits `rendered` says."""
+    target = cdp.call("Target.createTarget", url="about:blank")["targetId"]
+    tab = cdp.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+    cdp.call("Page.enable", tab)
+    nav = cdp.call("Page.navigate", tab, url=page.resolve().as_uri())
+    if nav.get("errorText"):
+        raise RuntimeError(f"chromium: Page.navigate to {page}: {nav['errorText']}")
+    # the load event of this navigation's document: after its main frame commits (loaderId)
+    cdp.event(
+        "Page.frameNavigated",
+        tab,
+        lambda p: "parentId" not in p["frame"] and p["frame"]["loaderId"] == nav["loaderId"],
+    )
+    cdp.event("Page.loadEventFired", tab)
+    if expect:
+        wait_ms = int((cdp.deadline - SETTLE_S - time.monotonic()) * 1000)
+        _evaluate(cdp, tab, _SHOWS_JS % (json.dumps(list(expect)), max(wait_ms, 0)))
+    cdp.call(
+        "Emulation.setVirtualTimePolicy",
+        tab,
+        policy="pauseIfNetworkFetchesPending",
+        budget=VIRTUAL_TIME_MS,
+    )
+    cdp.event("Emulation.virtualTimeBudgetExpired", tab)
+    return _evaluate(cdp, tab, _DOM_JS)
+
+
+def _evaluate(cdp: _Cdp, tab: str, expression: str) -> object:
+    """The value of `expression` in the page of session `tab` (a promise's, once it settles)."""
+    done = cdp.call(
+        "Runtime.evaluate", tab, expression=expression, awaitPromise=True, returnByValue=True
+    )
+    if "exceptionDetails" in done:
+        raise RuntimeError(f"chromium: Runtime.evaluate threw: {done['exceptionDetails']}")
+    return done["result"].get("value")
+
+
+class _Cdp:
+    """The DevTools protocol over --remote-debugging-pipe: each message a JSON text ended by a
+    NUL byte, commands to the browser's stdin pipe (its fd 3), answers and events from its stdout
+    pipe (its fd 4). Every read ends by `deadline` (time.monotonic(), seconds)."""
+
+    def __init__(self, browser: subprocess.Popen[bytes], log: Path, deadline: float) -> None:
+        self.browser, self.log, self.deadline = browser, log, deadline
+        self._ids = itertools.count(1)
+        self._buffer = bytearray()  # read, not yet split into messages
+        self._events: list[dict] = []  # received, not yet waited for, in order
+
+    def call(self, method: str, session: str | None = None, **params: object) -> dict:
+        """The result of command `method` (to the browser, or to a tab's `session`)."""
+        message: dict[str, object] = {"id": next(self._ids), "method": method, "params": params}
+        if session is not None:
+            message["sessionId"] = session
+        try:
+            os.write(self.browser.stdin.fileno(), json.dumps(message).encode() + b"\0")
+        except OSError as e:  # it closed fd 3: it is exiting
+            raise self._exited(method) from e
+        while True:
+            got = self._read(method)
+            if got.get("id") == message["id"]:
+                if "error" in got:
+                    raise RuntimeError(f"chromium: {method} failed: {got['error']}")
+                return got.get("result", {})
+            if "method" in got:
+                self._events.append(got)
+
+    def event(
+        self, method: str, session: str, match: Callable[[dict], bool] = lambda p: True
+    ) -> dict:
+        """The params of the first `method` event of `session` that `match`es, dropping the
+        events before it."""
+        while True:
+            got = self._events.pop(0) if self._events else self._read(method)
+            if (
+                got.get("method") == method
+                and got.get("sessionId") == session
+                and match(got.get("params", {}))
+            ):
+                return got.get("params", {})
+
+    def _read(self, waiting: str) -> dict:
+        """The next message, read by the deadline."""
+        fd = self.browser.stdout.fileno()
+        end = self._buffer.find(b"\0")
+        while end < 0:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError(
+                    f"chromium: no {waiting} in {BROWSER_TIMEOUT_S} s: {self._stderr()}"
+                )
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:  # it closed fd 4: it is exiting
+                raise self._exited(waiting)
+            end = chunk.find(b"\0")
+            end = end if end < 0 else len(self._buffer) + end  # only the new bytes searched
+            self._buffer += chunk
+        text = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return json.loads(text)
+
+    def _exited(self, waiting: str) -> RuntimeError:
+        """The error of a browser that exits before `waiting`: its exit status, its stderr."""
+        try:
+            code: int | None = self.browser.wait(timeout=CLOSE_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        return RuntimeError(f"chromium exited ({code}) before {waiting}: {self._stderr()}")
+
+    def _stderr(self) -> str:
+        """The tail of the browser's stderr."""
+        return self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
+
+    def close(self) -> None:
+        """Browser.close, then the browser's process group killed if it has not exited."""
+        try:
+            message = {"id": next(self._ids), "method": "Browser.close"}
+            os.write(self.browser.stdin.fileno(), json.dumps(message).encode() + b"\0")
+        except OSError:
+            pass  # exited already
+        try:
+            self.browser.wait(timeout=CLOSE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.browser.pid, signal.SIGKILL)  # not reaped yet: still its group
+            self.browser.wait()
+        finally:
+            self.browser.stdin.close()
+            self.browser.stdout.close()
 
 
 @dataclass
