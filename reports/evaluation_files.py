@@ -25,6 +25,16 @@ from support.comparisons.pairing import report_section
 from support.files import write_csv, write_jsonl
 from support.provenance import fallback_flags, provenance_table
 from support.provenance import report_section as provenance_section
+from support.run_folder import (
+    CALLS,
+    COMPARISONS,
+    PROVENANCE,
+    RAW,
+    REPORT,
+    SUMMARY,
+    USAGE,
+    clear_derived,
+)
 from support.settings import RunSettings
 from support.summary_contract import LoadedSummary, SummaryContext
 from support.tables import calls_table, usage_table
@@ -62,6 +72,8 @@ def write_evaluation(
     outs = sorted(outcomes, key=lambda o: (o.model, o.case_id))
     out_dir = run.results_dir / name / run.run_id
     written = _Written()
+    # an earlier session's tables go first: none is left beside this session's manifest
+    written.attempt(lambda: clear_derived(out_dir) and [])
     found: dict[str, Any] = {}
     failure = None
     try:
@@ -107,7 +119,7 @@ def _scored(
         ctx = spec.summary_context(run)
         outs = summary_of.scored(outs, ctx)
     finally:
-        written.attempt(lambda: [write_jsonl(outs, out_dir / "raw_results.jsonl")])
+        written.attempt(lambda: [write_jsonl(outs, out_dir / RAW)])
     return summary_of, ctx, outs
 
 
@@ -126,7 +138,7 @@ def _provenance(
         return ""
     table = found["provenance"] = provenance_table(outs, rules, run.models)
     flags = found["fallback_flags"] = tuple(fallback_flags(table))
-    written.attempt(lambda: [write_csv(table, out_dir / "provenance.csv")])
+    written.attempt(lambda: [write_csv(table, out_dir / PROVENANCE)])
     return provenance_section(table, flags)
 
 
@@ -150,9 +162,9 @@ def _write_summary_files(
     found["headline"] = summary_of.headline(summary)
     usage = found["usage"] = usage_table(outs)
     calls = calls_table(outs)
-    written.attempt(lambda: [write_csv(summary, out_dir / "summary.csv")])
-    written.attempt(lambda: [write_csv(usage, out_dir / "usage.csv")])
-    written.attempt(lambda: [write_csv(calls, out_dir / "calls.csv")])
+    written.attempt(lambda: [write_csv(summary, out_dir / SUMMARY)])
+    written.attempt(lambda: [write_csv(usage, out_dir / USAGE)])
+    written.attempt(lambda: [write_csv(calls, out_dir / CALLS)])
     section = ""
     try:
         section = _provenance(name, outs, run, out_dir, written, found)
@@ -161,13 +173,13 @@ def _write_summary_files(
         if compared is not None:
             table, notes = compared
             found["comparisons"] = table
-            written.attempt(lambda: [write_csv(table, out_dir / "comparisons.csv")])
+            written.attempt(lambda: [write_csv(table, out_dir / COMPARISONS)])
             section += report_section(table, notes)
     finally:  # report.md once, with whatever the summary added before anything failed
         notice = completion.partial_line()
 
         def write_report() -> list[Path]:
-            path = ctx.report.write(out_dir / "report.md", notice, section)
+            path = ctx.report.write(out_dir / REPORT, notice, section)
             return [path] if path else []
 
         written.attempt(write_report)

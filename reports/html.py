@@ -15,7 +15,7 @@
 - **Where each picture is.** At session finish each evaluation's run folder gets `pictures.json`:
   the report's path and, per outcome case id, its picture's file, or the case id among `inlined`
   when the picture is inside the report (paths relative to the run folder). Its format has one
-  owner, support.compare_page (`write_pictures_index` here, `read_pictures` for
+  owner, support.run_folder (`write_pictures` here, `read_pictures` for
   `vlmbench-compare A B --html`, which links the same files); a file that cannot be written is a
   line of the terminal summary, never a failed run.
 - **Summary.** A contents list first (each evaluation with its counts by status), then each
@@ -43,7 +43,7 @@ import pytest
 
 from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY
 from reports.terminal import interval_label
-from support.compare_page import PICTURES_INDEX, write_pictures_index
+from support.run_folder import PICTURES, write_pictures
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -201,9 +201,9 @@ class HtmlCases:
             if not folder.is_dir():  # its files could not be written: nothing to index
                 continue
             try:
-                write_pictures_index(folder, self.report, self.pictures.get(r.name, {}))
+                write_pictures(folder, self.report, self.pictures.get(r.name, {}))
             except (OSError, ValueError) as exc:  # the index is an extra: never the run's fate
-                self.index_problems.append(f"{folder / PICTURES_INDEX}: {exc}")
+                self.index_problems.append(f"{folder / PICTURES}: {exc}")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         for problem in self.index_problems:

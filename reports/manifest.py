@@ -56,11 +56,11 @@ from support.backends.registry import model_spec
 from support.cache import SCHEMA_VERSION
 from support.file_hashes import HASH_MEMO, FileHashes
 from support.files import atomic_write_text
+from support.run_folder import FORMAT_FIELD, FORMAT_VERSION, MANIFEST
 from support.secrets import URL_CREDENTIALS, redact
 from support.settings import RunSettings
 from support.types import Outcome, sha256_hex
 
-MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 # distributions whose versions are recorded when installed (importlib.metadata names)
 PACKAGES = (
@@ -201,9 +201,11 @@ def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
 
 
 def command_section(args: Sequence[str], cwd: Path | str) -> dict[str, Any]:
-    """The pytest command line (credentials are redacted with everything else)."""
+    """The pytest command line (credentials are redacted with everything else; in `line` each
+    argument before it is quoted, as quoting splits a secret that holds a quote)."""
     args = [str(a) for a in args]
-    return {"args": args, "dir": str(cwd), "line": shlex.join(["pytest", *args])}
+    line = shlex.join(["pytest", *map(redact_text, args)])
+    return {"args": args, "dir": str(cwd), "line": line}
 
 
 def gpu_names() -> list[str] | None:
@@ -482,6 +484,7 @@ def build_manifest(
         prompts = {"error": f"{type(exc).__name__}: {exc}"}
     manifest = {
         "manifest_version": MANIFEST_VERSION,
+        FORMAT_FIELD: FORMAT_VERSION,  # the run folder's (support.run_folder)
         "evaluation": evaluation,
         "vlmbench": vlmbench_section(),
         "packages": package_versions(),
@@ -517,6 +520,6 @@ def write_manifest(
     manifest = build_manifest(evaluation, outcomes, run, engine_stats, started, args, cwd)
     if completion is not None:
         manifest["completion"] = dict(completion)
-    path = Path(out_dir) / MANIFEST_NAME
+    path = Path(out_dir) / MANIFEST
     atomic_write_text(path, json.dumps(manifest, indent=2, allow_nan=False) + "\n")
     return path

@@ -167,6 +167,7 @@ class ReportPlugin:
             kept=len(kept),
             # this session ran every case the earlier one had: its own completion is what counts
             earlier_complete=earlier.complete or not kept,
+            earlier_recorded=earlier.recorded if kept else None,
         )
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

@@ -37,6 +37,9 @@ class Completion:
     resumed: str | None = None  # --resume: the run id whose outcomes these were merged with
     kept: int = 0  # outcomes of that run kept (their cases were not run again)
     earlier_complete: bool = True  # that run's tables were complete, or this one ran all it had
+    # (--resume) the outcome rows that run's manifest records, when its raw_results.jsonl held
+    # fewer (a partial copy): None when it held them all
+    earlier_recorded: int | None = None
 
     @property
     def stopped_early(self) -> bool:
@@ -67,6 +70,8 @@ class Completion:
         if self.resumed is not None:
             out["resumed"] = self.resumed
             out["kept"] = self.kept
+            if self.earlier_recorded is not None:
+                out["earlier_recorded"] = self.earlier_recorded
         partial = self.partial_line()
         if partial:
             out["partial"] = partial
@@ -81,6 +86,12 @@ class Completion:
         if self.stopped_early:
             return f"stopped early (-x or --maxfail): partial results ({done})"
         if self.resumed is not None and not self.earlier_complete:
+            if self.earlier_recorded is not None:
+                return (
+                    f"partial results: run {self.resumed}'s raw_results.jsonl holds fewer "
+                    f"outcomes than the {self.earlier_recorded} its manifest records (a partial "
+                    f"copy); {self.kept} kept, {self.cases_finished} run"
+                )
             return (
                 f"partial results: run {self.resumed} was not complete and this rerun did not "
                 f"run all its cases ({self.kept} kept, {self.cases_finished} run)"

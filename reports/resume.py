@@ -25,14 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from reports.manifest import run_section
+from support import evaluations
+from support.run_folder import (
+    CALLS,
+    MANIFEST,
+    RAW,
+    RunFolderError,
+    read_manifest,
+    read_outcomes,
+    recorded_outcomes,
+)
 from support.secrets import redact
 from support.settings import RunSettings
 from support.tables import BATCH_COLUMNS
 from support.types import Outcome, Usage
 
-MANIFEST = "manifest.json"
-RAW = "raw_results.jsonl"
-CALLS = "calls.csv"
 # the run options that decide which cases a run has and how they are scored: a resumed run must
 # have been run with the same (the models may differ: a rerun may add one)
 SAME_RULES = ("compat", "seeds", "samples", "settings")
@@ -49,21 +56,38 @@ class Earlier:
     folder: Path
     complete: bool
     outcomes: tuple[Outcome, ...] = ()
+    # the outcome rows its manifest says were written, when raw_results.jsonl holds fewer (a
+    # partial copy of the folder): its tables cannot be complete
+    recorded: int | None = None
 
 
 def earlier_runs(run: RunSettings, names: Iterable[str], resume: str) -> dict[str, Earlier]:
-    """The earlier run `resume` of each evaluation in `names` that has one, checked against this
-    run's rules; ValueError (the caller's usage error) when none has, or one differs."""
+    """The earlier run `resume` of each evaluation in `names` that has one, read through
+    support.run_folder and checked against this run's rules; ValueError (the caller's usage
+    error) when none has, one differs, or one's files break the run folder's format (rows of
+    another evaluation, a case twice, a field of the wrong type)."""
     found: dict[str, Earlier] = {}
     names = list(names)
     for name in names:
         folder = run.results_dir / name / resume
         if not (folder / RAW).is_file():
             continue
-        manifest = read_manifest(folder)
-        check_same_rules(name, manifest.get("run", {}), run, resume)
+        try:
+            manifest = read_manifest(folder)
+            if manifest.get("evaluation", name) != name:
+                raise RunFolderError(
+                    folder / MANIFEST, f"a run of {manifest['evaluation']!r:.60}, not of {name}",
+                    field="evaluation",
+                )  # fmt: skip
+            bookkeeping = calls_rows(folder / CALLS)
+            outcomes = tuple(read_outcomes(folder, name, bookkeeping, evaluations.score_kinds))
+            check_same_rules(name, manifest.get("run", {}), run, resume)
+        except RunFolderError as exc:
+            raise ValueError(f"--resume {resume}: {exc}") from None
         complete = bool(manifest.get("completion", {}).get("complete", False))
-        found[name] = Earlier(folder, complete, tuple(earlier_outcomes(folder)))
+        recorded = recorded_outcomes(manifest)
+        short = recorded is not None and len(outcomes) < recorded
+        found[name] = Earlier(folder, complete and not short, outcomes, recorded if short else None)
     if not found:
         where = ", ".join(str(run.results_dir / n / resume / RAW) for n in names)
         known = sorted(
@@ -72,18 +96,6 @@ def earlier_runs(run: RunSettings, names: Iterable[str], resume: str) -> dict[st
         runs = f"; runs there: {', '.join(known)}" if known else "; no run there yet"
         raise ValueError(f"--resume {resume}: no earlier run to complete ({where} missing){runs}")
     return found
-
-
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The earlier run's manifest.json ({} when it has none: a run killed before writing it)."""
-    path = folder / MANIFEST
-    if not path.is_file():
-        return {}
-    try:
-        out = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"--resume: {path} cannot be read ({exc})") from None
-    return out if isinstance(out, dict) else {}
 
 
 def check_same_rules(name: str, earlier: Mapping[str, Any], run: RunSettings, resume: str) -> None:
@@ -108,29 +120,6 @@ def comparable(value: Any) -> str:
 def short(value: Any, limit: int = 160) -> str:
     text = comparable(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def earlier_outcomes(folder: Path) -> list[Outcome]:
-    """The outcomes of an earlier run's folder: raw_results.jsonl's rows, each with its
-    bookkeeping (RUN_FIELDS and the batch usage) from calls.csv where that has its row. ValueError
-    naming the file and line of a row that cannot be read."""
-    how = calls_rows(folder / CALLS)
-    out = []
-    path = folder / RAW
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--resume: {path} cannot be read ({exc})") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            row.update(how.get((row["model"], row["case_id"]), {}))
-            out.append(Outcome.from_json(row))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"--resume: {path} line {number}: not an outcome ({exc})") from None
-    return out
 
 
 def calls_rows(path: Path) -> dict[tuple[str, str], dict[str, Any]]:

@@ -15,12 +15,12 @@ argument as a POSIX shell reads it (`rerun_line`), so pasting it runs pytest and
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from support.printable import printable
 from support.settings import RunSettings
 from support.tables import label_columns
 from support.types import Outcome
@@ -31,22 +31,6 @@ if TYPE_CHECKING:
 MAX_WIDTH = 120  # terminal columns a brief table may take
 MAX_ERRORS_LISTED = 3  # distinct pipeline errors named per evaluation
 ERROR_CHARS = 160  # characters of one error message shown
-
-# ECMA-48 sequences, removed whole: CSI (`ESC [` or 0x9b, parameters, final byte), a terminated
-# OSC/DCS/APC/PM/SOS string (`ESC ]` ... BEL or ST), a two-character escape (`ESC x`); then every
-# other C0/C1 control but tab and newline (DEL too), e.g. what is left of an unterminated string
-_SEQUENCES = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
-    r"|\x1b[ -~]"
-)
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """`text` as the terminal may show it: escape sequences and C0/C1 control characters removed
-    (tab and newline kept), so a server's or a model's text cannot drive the terminal."""
-    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
 
 
 class PrintableLines:

@@ -51,7 +51,26 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
         for why in r.unwritten:
             tr.write_line(f"vlmbench: {r.name}: NOT WRITTEN: {why}", red=True, bold=True)
     for r in failed:
+        import sys
+
+        from support.evaluation import OptionError
+
         folder = run.results_dir / r.name / run.run_id
+        # `failure` is "module.Type: message"; a Type that is an OptionError (e.g. surgvqa's
+        # ScorerInputError: a scorer file an option names that fails to load) is the user's
+        # input, named by its message, not a bug of the suite
+        kind, _, said = r.failure.partition(": ")
+        module, _, type_name = kind.rpartition(".")
+        raised = getattr(sys.modules.get(module), type_name, None)
+        if isinstance(raised, type) and issubclass(raised, OptionError):
+            tr.write_line(
+                f"vlmbench: {r.name}: its summary could not use an input: {said}; the outcomes "
+                f"are kept in {folder / 'raw_results.jsonl'}. Fix that file (or pass another) "
+                "and run again.",
+                red=True,
+                bold=True,
+            )
+            continue
         tr.write_line(
             f"vlmbench: {r.name}: its summary failed ({r.failure}); the outcomes are kept in "
             f"{folder / 'raw_results.jsonl'}. This is a bug of the suite: please report it.",

@@ -36,12 +36,13 @@ import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from support.files import atomic_write_text
+from support.run_folder import Pictures, read_pictures
 from support.shown_text import shown as cut
 from support.tables import MISSING
 from support.types import Outcome
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 
     from support.runs_leaderboard import Run, Skipped
 
-PICTURES_INDEX = "pictures.json"  # in each run folder under --html: its outcomes' picture files
 PAGE_ROWS = 200  # rows the page's script adds at a time ("show more" adds as many again)
 SHORT_CHARS = 300  # a longer text shows its start and a "more" toggle
 # (code, label) in the page's order: flipped first
@@ -121,60 +121,6 @@ def pairs_of(compared: Compared) -> tuple[list[Pair], list[str], list[str]]:
 
 
 # --- pictures -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Pictures:
-    """A run folder's pictures.json: the report, each outcome case id's picture file (absolute),
-    the case ids whose picture is inlined in the report; `missing` says why there is none."""
-
-    report: Path | None = None
-    files: Mapping[str, Path] = field(default_factory=dict)
-    inlined: frozenset[str] = frozenset()
-    missing: str | None = None
-
-
-def write_pictures_index(folder: Path, report: Path, pictures: Mapping[str, Path | None]) -> Path:
-    """`folder`/pictures.json (atomic): {"report": the report, "pictures": {outcome case id: its
-    picture's file}, "inlined": [case ids whose picture is inside the report]}, every path
-    relative to `folder` (a picture that could not be drawn is in neither)."""
-
-    def rel(path: Path) -> str:
-        return os.path.relpath(path, folder.absolute())
-
-    index = {
-        "report": rel(report),
-        "pictures": {k: rel(v) for k, v in sorted(pictures.items()) if v is not None},
-        "inlined": sorted(k for k, v in pictures.items() if v is None),
-    }
-    path = folder / PICTURES_INDEX
-    atomic_write_text(path, json.dumps(index, indent=1) + "\n")
-    return path
-
-
-def read_pictures(folder: Path) -> Pictures:
-    """The pictures of a run folder (reports.html's pictures.json, paths relative to it)."""
-    folder = Path(folder)
-    path = folder / PICTURES_INDEX
-    if not path.is_file():
-        return Pictures(missing="no pictures.json (a run without --html)")
-    raw = folder / "raw_results.jsonl"
-    if raw.is_file() and raw.stat().st_mtime_ns > path.stat().st_mtime_ns:
-        return Pictures(missing="pictures.json is older than raw_results.jsonl (a later run wrote "
-                        "the folder without --html)")  # fmt: skip
-    try:
-        index = json.loads(path.read_text(encoding="utf-8"))
-        files = {str(k): _under(folder, v) for k, v in dict(index.get("pictures") or {}).items()}
-        inlined = frozenset(str(k) for k in index.get("inlined") or ())
-        report = _under(folder, index["report"]) if index.get("report") else None
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, AttributeError) as exc:
-        return Pictures(missing=f"pictures.json unreadable ({type(exc).__name__}: {exc})")
-    return Pictures(report, files, inlined)
-
-
-def _under(folder: Path, rel: object) -> Path:
-    """A path of pictures.json (relative to its run folder) as an absolute, normal path."""
-    return Path(os.path.normpath(folder.absolute() / str(rel)))
 
 
 def _src(path: Path, page_dir: Path) -> str:
@@ -301,7 +247,13 @@ def page_data(compared: Sequence[Compared], page_dir: Path) -> tuple[dict[str, A
         "rows": rows,
     }
     missing = {folder: found.missing for folder, found in links.indexes.items() if found.missing}
-    return data, {"counts": counts, "pictures_missing": missing, "indexes": links.indexes}
+    dropped = {folder: found.dropped for folder, found in links.indexes.items() if found.dropped}
+    return data, {
+        "counts": counts,
+        "pictures_missing": missing,
+        "pictures_dropped": dropped,
+        "indexes": links.indexes,
+    }
 
 
 def data_script(data: Mapping[str, Any]) -> str:
@@ -672,6 +624,15 @@ def page_html(
             f'<p class="note">No pictures for some runs ({_esc(told)}). pictures.json is written '
             "by a run with --html; with --self-contained-html, --html-inline-mb 0 links every "
             "picture.</p>"
+        )
+    for folder, dropped in found["pictures_dropped"].items():
+        told = "; ".join(dropped[:5]) + (
+            f"; and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+        )
+        parts.append(
+            f'<p class="note">Pictures not shown from {_esc(str(folder))}/pictures.json: '
+            f"{_esc(told)} (a picture must be a raster image inside the run folder or the "
+            "report's assets folder).</p>"
         )
     parts += [
         '<div id="filters"></div>',

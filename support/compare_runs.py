@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
@@ -32,26 +32,25 @@ from support import evaluations
 from support.compare_page import Compared
 from support.comparisons.pairing import report_section
 from support.files import spreadsheet_safe
+from support.printable import printable
+from support.run_folder import RAW, RunFolderError, read_outcomes
 from support.types import Outcome, outcome_id
 
 
 def load_run(folder: Path) -> tuple[str, list[Outcome]]:
-    """(evaluation, outcomes) of a run folder; ValueError naming the file and line."""
-    path = Path(folder) / "raw_results.jsonl"
-    if not path.is_file():
-        raise ValueError(f"{folder}: no raw_results.jsonl (a run is results/<eval>/<run-id>)")
-    outcomes = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            outcomes.append(Outcome.from_json(json.loads(line)))
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}:{number}: not an outcome row ({exc})") from None
-    names = {o.evaluation for o in outcomes}
-    if len(names) != 1:
-        raise ValueError(f"{path}: expected one evaluation's outcomes, found {sorted(names)}")
-    return names.pop(), outcomes
+    """(evaluation, outcomes) of a run folder, read through support.run_folder (one
+    evaluation's rows, no case twice); RunFolderError (a ValueError) naming the file, line and
+    field."""
+    outcomes = read_outcomes(folder, kinds_of=evaluations.score_kinds)
+    if not outcomes:
+        raise RunFolderError(Path(folder) / RAW, "no outcome rows")
+    return outcomes[0].evaluation, outcomes
+
+
+def _say(text: str, stream: TextIO | None = None) -> None:
+    """Print `text` as the terminal may show it (support.printable): model names, labels,
+    manifest fields and folder names come from shared folders."""
+    print(printable(text), file=stream or sys.stdout)
 
 
 def split_run(arg: str) -> tuple[Path, str | None]:
@@ -138,9 +137,16 @@ def compared_runs(
         )
     requested = [(f"A:{a}", f"B:{b}") for a, b in pairs]
     summary = evaluations.spec(name_a).summary_module()
-    found = summary.compared(
-        name_a, _tagged(outs_a, "A") + _tagged(outs_b, "B"), requested, n_resamples, seed
-    )
+    try:
+        found = summary.compared(
+            name_a, _tagged(outs_a, "A") + _tagged(outs_b, "B"), requested, n_resamples, seed
+        )
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # rows of the right
+        # types that lack what the evaluation's comparison reads (scores of another version)
+        raise ValueError(
+            f"{folder_a} and {folder_b}: {name_a}'s comparison cannot read these rows "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     if found is None:
         raise ValueError(f"{name_a} declares no comparisons")
     table, notes = found
@@ -261,29 +267,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             found = [compared_runs(where_a, where_b, args.bootstrap, args.seed, model_a, model_b)]
             skipped = []
     except ValueError as exc:
-        print(f"vlmbench-compare: {exc}", file=sys.stderr)
+        _say(f"vlmbench-compare: {exc}", sys.stderr)
         return 2
     for c in found:
-        print(f"A = {c.folder_a}" + (f" (model {model_a})" if model_a else ""))
-        print(f"B = {c.folder_b}" + (f" (model {model_b})" if model_b else ""))
-        print(report_section(c.table, c.notes))
+        _say(f"A = {c.folder_a}" + (f" (model {model_a})" if model_a else ""))
+        _say(f"B = {c.folder_b}" + (f" (model {model_b})" if model_b else ""))
+        _say(report_section(c.table, c.notes))
     for line in skipped:
-        print(line)
+        _say(line)
     if args.out:
         table = found[0].table
         if by_run_id:  # every evaluation's table, each row naming its evaluation
             table = pd.concat([c.table.assign(evaluation=c.evaluation) for c in found])
             table = table[["evaluation", *(k for k in table.columns if k != "evaluation")]]
-        spreadsheet_safe(table).to_csv(args.out, index=False, float_format="%.6g")
+        try:
+            spreadsheet_safe(table).to_csv(args.out, index=False, float_format="%.6g")
+        except OSError as exc:
+            _say(
+                f"vlmbench-compare: --out {args.out}: not written ({exc.strerror or exc})",
+                sys.stderr,
+            )
+            return 2
     if args.html:
         from support.compare_page import write_page
 
         try:
             page = write_page(args.html, found, args.run_a, args.run_b, skipped)
         except OSError as exc:
-            print(f"vlmbench-compare: the page was not written: {exc}", file=sys.stderr)
+            _say(f"vlmbench-compare: the page was not written: {exc}", sys.stderr)
             return 2
-        print(
+        _say(
             f"page: {args.html} ({page['bytes']:,} bytes; {page['flipped']} flipped of "
             f"{sum(n['pairs'] for n in page['counts'].values())} pairs)"
         )
@@ -342,13 +355,23 @@ def _leaderboard(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     if given:
         parser.error(f"{', '.join(given)}: not with --leaderboard DIR (use --csv / --html)")
     board = build_leaderboard(args.leaderboard)
-    print(to_markdown(board))
-    if args.csv:
-        write_csv_file(board, args.csv)
-    if args.html:
-        write_html_file(board, args.html)
+    _say(to_markdown(board))
+    for option, path, write in (
+        ("--csv", args.csv, write_csv_file),
+        ("--html", args.html, write_html_file),
+    ):
+        if path is None:
+            continue
+        try:
+            write(board, path)
+        except OSError as exc:
+            _say(
+                f"vlmbench-compare: {option} {path}: not written ({exc.strerror or exc})",
+                sys.stderr,
+            )
+            return 2
     if not board.tables:
-        print(f"vlmbench-compare: no readable run under {args.leaderboard}", file=sys.stderr)
+        _say(f"vlmbench-compare: no readable run under {args.leaderboard}", sys.stderr)
         return 2
     return 0
 

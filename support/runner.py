@@ -221,7 +221,10 @@ async def run_case(
             verdicts = await ev.evaluate(case, cc)
         outcomes = outcomes_of(case, client.name, verdicts, cc.log)
     except BackendError as exc:
-        return CaseResult((error_outcome(case, client.name, str(exc), cc.log),), history, exc)
+        # a model's own error may quote its secrets (a python: model's --model-arg token)
+        return CaseResult(
+            (error_outcome(case, client.name, redact(str(exc)), cc.log),), history, exc
+        )
     except Exception as exc:  # a bug: recorded, and re-raised in the test for its traceback
         message = redact(f"{type(exc).__name__}: {exc}")
         return CaseResult((error_outcome(case, client.name, message, cc.log),), history, exc)

@@ -22,7 +22,6 @@ listed as skipped, with why; nothing under the results folder is written.
 from __future__ import annotations
 
 import html
-import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,9 +35,16 @@ from support.files import atomic_write_text, write_csv
 from support.provenance import fallback_shares
 from support.report_markdown import escape_markup
 from support.reporting import interval_columns
+from support.run_folder import (
+    MANIFEST,
+    PROVENANCE,
+    RUN_FILES,
+    SUMMARY,
+    RunFolderError,
+    read_manifest,
+)
 from support.tables import MISSING, key_metrics, label_columns, markdown_table, with_intervals
 
-RUN_FILES = ("manifest.json", "summary.csv", "raw_results.jsonl")  # any of them: a run folder
 SHORT_HASH = 12  # hex digits of the data fingerprint shown
 SHORT_COMMAND = 80  # characters of the command shown in markdown and HTML (CSV: all of it)
 # options that place a run's files, not what it measures (the run id is a column of its own): left
@@ -104,11 +110,18 @@ class Leaderboard:
 
 
 def _is_run(folder: Path) -> bool:
-    return any((folder / name).exists() for name in RUN_FILES)
+    try:
+        return any((folder / name).exists() for name in RUN_FILES)
+    except OSError:  # an unreadable folder: listed as a run, then skipped with why
+        return True
 
 
 def _subfolders(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """The folder's subfolders (none when it cannot be listed: read_run says why)."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
 
 
 def run_folders(root: Path) -> list[Path]:
@@ -163,15 +176,12 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
     selection (interrupted, partial) is skipped, unless `partial`: then it is read, and its
     `incomplete` says how far it got (the comparison page shows a partial run's facts)."""
     folder = Path(folder)
-    path = folder / "manifest.json"
-    if not path.is_file():
+    if not (folder / MANIFEST).is_file():
         return Skipped(folder, "no manifest.json")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return Skipped(folder, f"manifest.json unreadable ({type(exc).__name__}: {exc})")
-    if not isinstance(manifest, dict):
-        return Skipped(folder, "manifest.json is not a JSON object")
+        manifest = read_manifest(folder, required=True)
+    except RunFolderError as exc:
+        return Skipped(folder, f"{exc.path.name}: {_why(exc)}")
     problem = _completion_problem(manifest.get("completion"))
     if problem and not partial:
         return Skipped(folder, problem)
@@ -180,13 +190,16 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
         summary_of = evaluations.spec(str(name)).summary_module()
     except Exception as exc:  # an evaluation not registered here, or its summary broken
         return Skipped(folder, f"evaluation {name!r} cannot be read here ({exc})")
-    summary_path = folder / "summary.csv"
+    summary_path = folder / SUMMARY
     if not summary_path.is_file():
         return Skipped(folder, "no summary.csv")
     try:
         # only empty cells are undefined: a model or label named "NA" stays a name
         summary = pd.read_csv(summary_path, keep_default_na=False, na_values=[""])
+        summary = _numeric_metrics(summary, summary_of.KEY_METRICS, summary_path)
         headline = summary_of.headline(summary)
+    except RunFolderError as exc:
+        return Skipped(folder, f"summary.csv: {_why(exc)}")
     except Exception as exc:  # an empty, cut or foreign summary.csv
         return Skipped(folder, f"summary.csv unreadable ({type(exc).__name__}: {exc})")
     if "model" not in headline or headline.empty:
@@ -216,10 +229,42 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
     )
 
 
+def _why(exc: RunFolderError) -> str:
+    """A RunFolderError's reason, with its line and field, without the folder's path."""
+    where = f"line {exc.line}: " if exc.line else ""
+    return f"{where}{exc.field + ': ' if exc.field else ''}{exc.why}"
+
+
+def _numeric_metrics(summary: pd.DataFrame, metrics: Sequence[str], path: Path) -> pd.DataFrame:
+    """`summary` with each key metric's columns (`m`, `m_lo`, `m_hi`) as numbers: a text cell
+    "nan" / "inf" is that number; any other text is a RunFolderError naming the row and
+    column (never a metric column read as labels)."""
+    out = summary.copy()
+    for column in interval_columns(list(metrics)):
+        if column not in out or pd.api.types.is_numeric_dtype(out[column]):
+            continue
+        numbers = pd.to_numeric(out[column], errors="coerce")
+        bad = numbers.isna() & out[column].notna()
+        bad &= ~out[column].astype(str).str.strip().str.lower().isin(["nan", "inf", "-inf"])
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            value = str(out[column].iloc[row])[:40]
+            raise RunFolderError(path, f"{value!r} is not a number", row + 2, column)
+        out[column] = out[column].map(_as_float)
+    return out
+
+
+def _as_float(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 def _fallback_shares(folder: Path, models: Sequence[str]) -> dict[str, float]:
     """Each model's share of answers read by a fallback rule, from the run's provenance.csv
     ({} without one, or when it cannot be read: the column then shows MISSING)."""
-    path = folder / "provenance.csv"
+    path = folder / PROVENANCE
     if not path.is_file():
         return {}
     try:
@@ -227,7 +272,12 @@ def _fallback_shares(folder: Path, models: Sequence[str]) -> dict[str, float]:
         shares = fallback_shares(table)
     except Exception:  # an empty, cut or foreign provenance.csv: no column, never no run
         return {}
-    return {_unquoted(model, models): share for model, share in shares.items()}
+    # a share is a fraction: anything else (inf, -3, text) shows as MISSING
+    return {
+        _unquoted(model, models): float(share)
+        for model, share in shares.items()
+        if isinstance(share, int | float) and 0 <= share <= 1
+    }
 
 
 def _text(value: object) -> str | None:
@@ -348,7 +398,10 @@ def build_leaderboard(root: Path) -> Leaderboard:
         return board
     by_evaluation: dict[str, list[Run]] = {}
     for folder in run_folders(root):
-        found = read_run(folder)
+        try:
+            found = read_run(folder)
+        except OSError as exc:  # a folder that cannot be listed or read
+            found = Skipped(folder, f"cannot be read ({exc.strerror or exc})")
         if isinstance(found, Skipped):
             board.skipped.append(found)
         else:

@@ -2,9 +2,10 @@
 provide (`Summary`), checked when the core loads it (`checked_summary`).
 
 A summary is a module (or an object, e.g. support.reporting:BINARY) with `summarize`, `headline`
-and `write_outputs`, and optionally `KEY_METRICS`, `COMPARISONS`, `comparisons` and
+and `write_outputs`, and optionally `KEY_METRICS`, `COMPARISONS`, `comparisons`,
 `score_outcomes` (scores that need a model loaded once a run: added on the controller before
-raw_results.jsonl is written). The core
+raw_results.jsonl is written) and `SCORES` (score name -> kind, SCORE_KINDS below:
+how a run folder's rows are checked when read back). The core
 never reads a summary by `getattr`: `checked_summary` turns it into a `LoadedSummary`, whose
 optional members hold their defaults where the summary has none, and refuses a summary that
 breaks the contract with a `SummaryContractError` naming the module and the member.
@@ -39,6 +40,21 @@ class SummaryContractError(TypeError):
 
 def _no_data() -> Any:
     raise LookupError("this evaluation's spec declares no open_data: there is no data to reopen")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# what a score may be: a summary's SCORES maps score names to these kinds, and a run folder's
+# rows are checked against them when read back (support.run_folder)
+SCORE_KINDS: dict[str, Callable[[Any], bool]] = {
+    "flag": lambda v: v is None or isinstance(v, bool) or (_number(v) and v in (0, 1)),
+    "count": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "number": lambda v: v is None or _number(v),
+    "text": lambda v: v is None or isinstance(v, str),
+    "numbers": lambda v: isinstance(v, list) and all(_number(x) for x in v),
+}
 
 
 @dataclass(frozen=True)
@@ -138,6 +154,7 @@ class LoadedSummary:
     COMPARISONS: Comparisons | None = None
     comparisons: Callable[..., tuple[pd.DataFrame, list[str]]] | None = None
     score_outcomes: Callable[[Sequence[Outcome], SummaryContext], list[Outcome]] | None = None
+    SCORES: dict[str, str] = field(default_factory=dict)  # score name -> kind (run_folder)
 
     def scored(self, outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Outcome]:
         """The outcomes with the summary's controller-side scores added (`score_outcomes`; the
@@ -198,6 +215,11 @@ def checked_summary(found: object, where: str) -> LoadedSummary:
     scorer = getattr(found, "score_outcomes", None)
     if scorer is not None and not callable(scorer):
         raise broken("score_outcomes", "is not a function")
+    scores = getattr(found, "SCORES", None) or {}
+    if not isinstance(scores, dict) or any(
+        not isinstance(k, str) or v not in SCORE_KINDS for k, v in scores.items()
+    ):
+        raise broken("SCORES", f"must map score names to one of {', '.join(SCORE_KINDS)}")
     return LoadedSummary(
         where,
         found.summarize,  # type: ignore[attr-defined]
@@ -207,4 +229,5 @@ def checked_summary(found: object, where: str) -> LoadedSummary:
         spec,
         own,
         scorer,
+        dict(scores),
     )

@@ -312,7 +312,7 @@ def test_a_run_without_pictures_json_renders(tmp_path: Path, browser) -> None:
 
 
 def test_a_stale_pictures_json_is_not_used(tmp_path: Path) -> None:
-    from support.compare_page import read_pictures
+    from support.run_folder import read_pictures
 
     run = hand_run(tmp_path / "r", "m", 1)
     (run / "pictures.json").write_text('{"report": "x.html", "pictures": {}, "inlined": []}')
@@ -346,7 +346,7 @@ def test_run_ids_across_evaluations_and_the_cli_errors(tmp_path: Path, capsys) -
     capsys.readouterr()
     # a run id nowhere: the folder's error, as before run ids
     assert main(["nope", "rb", *args]) == 2
-    assert "nope: no raw_results.jsonl" in capsys.readouterr().err
+    assert "nope/raw_results.jsonl: missing" in capsys.readouterr().err
     (results / "surgvqa" / "rc").mkdir(parents=True)
     assert main(["rb", "rc", *args]) == 2
     assert "hold no evaluation in common (A: nyu_distance; B: surgvqa)" in capsys.readouterr().err

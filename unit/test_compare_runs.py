@@ -60,10 +60,10 @@ def test_cli_prints_writes_and_fails_clearly(tmp_path: Path, capsys) -> None:
     assert "## Paired comparisons" in capsys.readouterr().out
     assert set(pd.read_csv(out).metric) >= {"mae", "delta1"}
     assert main([str(a), str(tmp_path / "missing")]) == 2
-    assert "no raw_results.jsonl" in capsys.readouterr().err
+    assert "raw_results.jsonl: missing" in capsys.readouterr().err
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "raw_results.jsonl").write_text('{"case_id": 1}\n')
-    with pytest.raises(ValueError, match=r"bad/raw_results.jsonl:1: not an outcome row"):
+    with pytest.raises(ValueError, match=r"bad/raw_results.jsonl:1: case_id: expected a text"):
         compare_runs(a, tmp_path / "bad")
 
 

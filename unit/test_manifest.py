@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SECTIONS = {
     "manifest_version",
+    "run_folder_format",
     "evaluation",
     "vlmbench",
     "packages",

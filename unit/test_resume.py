@@ -166,7 +166,7 @@ def test_an_earlier_run_that_cannot_be_read_is_named_at_the_start(tmp_path: Path
     folder.mkdir(parents=True)
     row = Outcome("c1-oracle", "nyu_distance", "oracle", "correct").to_json()
     (folder / "raw_results.jsonl").write_text(json.dumps(row) + "\n{not json\n")
-    with pytest.raises(ValueError, match=r"raw_results.jsonl line 2: not an outcome"):
+    with pytest.raises(ValueError, match=r"raw_results.jsonl:2: not JSON"):
         earlier_runs(run, ["nyu_distance"], "r")
     (folder / "raw_results.jsonl").write_text(json.dumps(row) + "\n")
     (folder / "calls.csv").write_bytes(b"model,case_id\n\xff\xfe\n")

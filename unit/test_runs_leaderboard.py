@@ -145,7 +145,7 @@ def test_broken_runs_are_skipped_with_why_and_nothing_is_written(tmp_path: Path)
     assert list(board.tables["nyu_distance"]["run"]) == ["good"]
     why = {s.folder.name: s.why for s in board.skipped}
     assert why["no_manifest"] == "no manifest.json"
-    assert why["bad_json"].startswith("manifest.json unreadable (JSONDecodeError")
+    assert why["bad_json"].startswith("manifest.json: not JSON (")
     assert why["no_summary"] == "no summary.csv"
     assert why["empty_summary"].startswith("summary.csv unreadable")
     assert why["foreign_summary"].startswith("summary.csv unreadable")

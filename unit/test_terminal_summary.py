@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from reports import terminal
+from support.printable import printable
 from support.tables import key_metrics
 from support.types import Outcome
 
@@ -146,10 +147,10 @@ ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m\r\x00\x7f\x9b1m"  # title, 
 
 
 def test_printable_strips_escape_sequences_and_controls_but_tab_and_newline() -> None:
-    assert terminal.printable(f"a{ESCAPES}b\tc\nd") == "aredb\tc\nd"
-    assert terminal.printable("x\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\y") == "xlinky"  # OSC 8
-    assert terminal.printable("x\x1b]0;no end") == "x0;no end"  # the text stays, inert
-    assert terminal.printable("ünï € 模型 \u200b") == "ünï € 模型 \u200b"
+    assert printable(f"a{ESCAPES}b\tc\nd") == "aredb\tc\nd"
+    assert printable("x\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\y") == "xlinky"  # OSC 8
+    assert printable("x\x1b]0;no end") == "x0;no end"  # the text stays, inert
+    assert printable("ünï € 模型 \u200b") == "ünï € 模型 \u200b"
 
 
 def test_error_lines_and_every_reporter_line_carry_no_escape_sequence() -> None:

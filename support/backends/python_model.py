@@ -5,7 +5,9 @@ The factory (a class, or a function returning the model) is imported when the na
 error naming it) and called once per process, with the run's `--model-arg` pairs as keyword
 arguments (strings): `PointQAModel(checkpoint="checkpoints/model.pth")`; a factory that raises
 fails the model's cases with its error (BackendBuildError), never a silent skip. The module is
-found on the import path, the working folder included. The object answers
+found on the import path, else in the working folder (`_from_working_folder`): the working
+folder is on the path only while that module imports, so nothing is imported from it afterwards
+(a planted file named like an optional package that is not installed, say). The object answers
 
     generate(request: support.types.Request) -> str | list[str]       (sync or async)
     generate_batch(requests: list[Request]) -> list[str | list[str]]  (optional, sync or async)
@@ -37,10 +39,12 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
@@ -117,13 +121,52 @@ def read_traits(where: str, source: object) -> Traits:
 def factory_of(name: str, target: str) -> tuple[Callable[..., Any], str, Traits]:
     """The factory `target` ("module:Factory") names, its module file's sha256 and its traits
     (imported once per process). The working folder is searched last, as `python -m pytest`
-    searches it first: a module beside the command imports under plain `pytest` too.
-    ValueError naming what failed."""
-    here = os.getcwd()
-    if here not in sys.path and "" not in sys.path:
-        sys.path.append(here)
-    factory, revision = load_script(name, target, SYNTAX)
+    searches it first: a module beside the command imports under plain `pytest` too, and the
+    folder leaves the import path once it has (`_from_working_folder`). ValueError naming what
+    failed."""
+    with _from_working_folder(target.partition(":")[0]):
+        factory, revision = load_script(name, target, SYNTAX)
     return factory, revision, read_traits(f"{name}: {target}", factory)
+
+
+def _importable(top: str) -> bool:
+    """Whether the top-level module `top` imports from the import path as it is (found, or
+    already imported), without running it."""
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):  # a module without a spec: left to the import's error
+        return True
+
+
+@contextlib.contextmanager
+def _from_working_folder(module: str) -> Iterator[None]:
+    """While the user's `module` ("pkg.sub") imports: the working folder last on sys.path, where
+    the module is not importable otherwise but is a file or package there; else nothing changes.
+
+    The folder is on the path for that import alone, so the module's own imports of modules
+    beside it (at import time) find them, and it is taken off afterwards: the suite's later
+    imports (an optional package that is not installed: bpe_openai, vllm) never find a file
+    planted there. A sibling first imported when the model is called, not when its module
+    imports, is therefore not found."""
+    here = os.getcwd()
+    top = module.partition(".")[0]
+    on_path = here in sys.path or "" in sys.path  # `python -m pytest`: searched already
+    if on_path or not top.isidentifier() or _importable(top):
+        yield
+        return
+    if PathFinder.find_spec(top, [here]) is None:  # not there either: the import says so
+        yield
+        return
+    # `here` is a str object of our own: removed by identity, so an equal entry the module itself
+    # put on sys.path stays (its business), and ours goes wherever the module moved it
+    sys.path.append(here)
+    try:
+        yield
+    finally:
+        for i in reversed(range(len(sys.path))):
+            if sys.path[i] is here:
+                del sys.path[i]
+                break
 
 
 def model_args(opts: BackendOptions) -> dict[str, str]:
@@ -142,6 +185,32 @@ def arg_files(args: Mapping[str, str], hashes: FileHashes) -> dict[str, str]:
         except (OSError, ValueError):  # a value too long or odd to be a path is just text
             continue
     return out
+
+
+def args_identity(
+    args: Mapping[str, str], opts: BackendOptions
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(shown, keyed, files): the arguments as messages show them (a secret one `[redacted]`), as
+    the cache identity holds them (a secret one as its keyed hash, support.secrets.keyed_digest:
+    two secrets are two models, the value never stored) and the sha256 of each naming a file
+    (`arg_files`; a secret one's keyed too, and not memoised, as the memo names the path). An
+    argument is secret by its name or by --model-arg-secret (support.secrets.secret_arg)."""
+    from support.secrets import REDACTED, SECRET_ARGS, keyed_digest, secret_arg
+
+    given = tuple(dict(opts.extra).get(SECRET_ARGS) or ())
+    secret = {k for k in args if secret_arg(k, given)}
+    memo = Path(opts.cache_dir) / HASH_MEMO if opts.cache_dir else None
+    hashes = FileHashes(memo)
+    files = arg_files({k: v for k, v in args.items() if k not in secret}, hashes)
+    if memo is not None and hashes.hashed:
+        hashes.save()
+    hidden = arg_files({k: args[k] for k in secret}, FileHashes(None))
+    files.update({k: keyed_digest(v, opts.cache_dir) for k, v in hidden.items()})
+    shown = {k: REDACTED if k in secret else v for k, v in args.items()}
+    keyed = {
+        k: keyed_digest(v, opts.cache_dir) if k in secret else v for k, v in sorted(args.items())
+    }
+    return shown, keyed, dict(sorted(files.items()))
 
 
 def _texts(name: str, answer: object, n: int) -> tuple[str, ...]:
@@ -185,12 +254,8 @@ class PythonBackend(Backend):
     def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
         factory, revision, traits = factory_of(name, model_id)
         args = model_args(opts)
-        memo = Path(opts.cache_dir) / HASH_MEMO if opts.cache_dir else None
-        hashes = FileHashes(memo)
-        files = arg_files(args, hashes)
-        if memo is not None and hashes.hashed:
-            hashes.save()
-        call = f"{model_id.rpartition(':')[2]}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+        shown, keyed, files = args_identity(args, opts)  # secret ones hidden: support.secrets
+        call = f"{model_id.rpartition(':')[2]}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
         try:
             model = factory(**args)
         except Exception as exc:
@@ -206,7 +271,7 @@ class PythonBackend(Backend):
             "provider": "python",
             "model": model_id,
             "revision": revision,
-            "args": dict(sorted(args.items())),
+            "args": keyed,
             "files": files,
             "version": own.version or traits.version,
         }

@@ -78,3 +78,13 @@ def spec(name: str) -> EvaluationSpec:
             raise TypeError(f"{EVALUATIONS[name]}: not the EvaluationSpec of {name!r}")
         _specs[name] = found
     return _specs[name]
+
+
+def score_kinds(name: str) -> dict[str, str]:
+    """The kinds of evaluation `name`'s scores (its summary's SCORES), by which a run folder's
+    rows are checked when read back; {} for an evaluation not registered here or whose summary
+    cannot load (its rows' scores are then checked for plain types only)."""
+    try:
+        return dict(spec(name).summary_module().SCORES)
+    except Exception:  # not registered, or a summary that does not load here
+        return {}

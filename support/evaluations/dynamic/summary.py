@@ -59,6 +59,7 @@ from support.types import Outcome
 KEYS = ("model", "search", "strategy", "lambda", "subset")
 COLUMNS = (*KEYS, "tasks", "errors", "error_rate", "first_error", "errors_vs_random", "n_error")
 KEY_METRICS = ("error_rate",)  # the terminal's brief table (reports/terminal.py)
+SCORES = {"correct": "flag", "error": "flag"}  # each row's scores (support.run_folder)
 NUM_OPTIONS = 4  # tasks_info.json's task_plan.num_options (AnyPoint writes the constant 4)
 # the evaluator's category (no trailing "_") -> the generator's (generator.py:249)
 GENERATOR_CATEGORY = {evaluator_category(c): c for c in CATEGORIES}

@@ -51,6 +51,7 @@ METRICS = (
 HEADLINE = (*METRICS[:4], "mean_relative_error", "delta1")  # bias and rmse: summary.csv, report
 # per-pair additive sums: pairs, answered, sum |e|, sum e^2, sum e, sum |e|/gt, delta < 1.25
 KEY_METRICS = ("mae", "delta1")  # the terminal's brief table (reports/terminal.py)
+SCORES = {"abs_error": "number", "gt": "number", "pred": "number"}  # support.run_folder
 COUNT_FIELDS = ("pairs", "answered", "abs", "sq", "signed", "rel", "delta1")
 DISTANCE_BINS = (0.0, 1.0, 2.0, 3.0, np.inf)  # m, true distance bins of the report
 

@@ -59,6 +59,12 @@ METRICS = (
 )
 LEVEL = 0.95
 KEY_METRICS = ("macro_f1",)  # the terminal's brief table (reports/terminal.py)
+SCORES = {  # each row's scores, checked when a run folder is read (support.run_folder)
+    "individual_correct": "count",
+    "individual_total": "count",
+    "y_pred": "text",
+    "y_true": "text",
+}
 
 
 def case_counts(o: Outcome) -> list[int]:

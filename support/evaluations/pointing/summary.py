@@ -53,6 +53,7 @@ METRICS = (
 )
 ALL = "ALL"
 KEY_METRICS = ("f1", "pointing_accuracy")  # the terminal's brief table (reports/terminal.py)
+SCORES = {"y_true": "flag", "y_pred": "flag", "hit": "flag"}  # support.run_folder
 COUNT_FIELDS = ("tp", "fp", "fn", "tn", "hits", "unparsable")
 SOURCE_METRICS = ("gated_accuracy",)  # per organ and overall, `--compat source` only
 MACRO_METRICS = ("macro_presence_accuracy", "macro_hit_rate", "macro_gated_accuracy", "macro_f1")

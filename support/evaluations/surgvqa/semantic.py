@@ -32,17 +32,29 @@ a stable softmax, except under `--compat source`.
 Models are found on disk only: a folder, or a hub id in the local Hugging Face cache
 (`huggingface_hub.snapshot_download(..., local_files_only=True)`); nothing downloads
 (`find_models`, called at configure time: a missing model is a usage error naming the option).
+There too, the files each scorer will read are looked at without loading them (scorer_files.py: a
+model folder's config.json and weights, the rescale baseline's rows): one that cannot work is a
+usage error naming the option, the file and the row or field (`ScorerInputError`) before any
+request is sent. What only loading shows fails at scoring time as a ScorerInputError too, naming
+the option and the folder (`SemanticScorer.load`).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from support.evaluation import OptionError
+from support.evaluations.surgvqa.scorer_files import (
+    ScorerInputError,
+    check_baseline,
+    check_layers,
+    check_model_folder,
+)
 
 BERTSCORE_ID = "roberta-large"  # the official BERTScore model
 NLI_ID = "cross-encoder/nli-deberta-v3-base"  # the official NLI model
@@ -68,7 +80,9 @@ def fetch_hint(model_id: str) -> str:
 
 def find_model(option: str, name: str) -> Path:
     """The folder of model `name`: a folder (with config.json and weights), or a hub id's
-    snapshot in the local Hugging Face cache. ModelNotFound otherwise; never downloads."""
+    snapshot in the local Hugging Face cache. ModelNotFound otherwise; never downloads. Its
+    files are looked at (scorer_files.check_model_folder): ScorerInputError when they cannot
+    load."""
     path = Path(name).expanduser()
     if path.is_dir():
         folder = path
@@ -83,6 +97,7 @@ def find_model(option: str, name: str) -> Path:
         raise ModelNotFound(
             option, f"{name}: {folder} has no {', '.join(missing)} (an incomplete download?)"
         )
+    check_model_folder(option, folder)
     return folder
 
 
@@ -155,9 +170,10 @@ def find_models(
     bertscore: str, nli: str, layers: int | None = None, baseline: str | None = None
 ) -> ScoringModels:
     """Both models located and BERTScore's layer and baseline settled, or ModelNotFound (the
-    model or package is missing) / OptionError (a value that cannot work) naming the option.
-    `baseline`: a TSV file, a hub id whose baseline ships with bert-score, or "none"; default:
-    the one shipped for `bertscore`'s id."""
+    model or package is missing) / ScorerInputError (a model folder or the baseline's file that
+    cannot work) / OptionError (a value that cannot work) naming the option. `baseline`: a TSV
+    file, a hub id whose baseline ships with bert-score, or "none"; default: the one shipped for
+    `bertscore`'s id."""
     if importlib.util.find_spec("bert_score") is None:
         raise ModelNotFound(
             "--surgvqa-metrics",
@@ -213,6 +229,9 @@ def find_models(
             f"{bert_folder}: bert_score reads a path containing 't5' as a T5 model; link the "
             "folder elsewhere",
         )
+    check_layers("--surgvqa-bertscore-layers", bert_folder, layers)
+    if baseline_file is not None:  # the row BERTScore rescales by, and every other row
+        check_baseline(baseline_file, layers)
     return ScoringModels(
         str(bert_folder),
         str(nli_folder),
@@ -242,6 +261,24 @@ def softmax_entailment(logits: Any, official: bool) -> Any:
     return probs[:, ENTAILMENT]
 
 
+LOAD_ERROR_CHARS = 500  # of a loader's error message, in a ScorerInputError
+
+
+@contextmanager
+def _input_errors(option: str, path: str, loader: str) -> Iterator[None]:
+    """Any error loading the file or folder `path` (which `option` names) as a ScorerInputError
+    naming both, with the loader's own error (chained, and in the message)."""
+    try:
+        yield
+    except Exception as exc:
+        said = " ".join(str(exc).split())
+        if len(said) > LOAD_ERROR_CHARS:
+            said = said[:LOAD_ERROR_CHARS] + "..."
+        raise ScorerInputError(
+            option, path, f"{loader} cannot load it: {type(exc).__name__}: {said}"
+        ) from exc
+
+
 def _blank(text: object) -> bool:
     return not isinstance(text, str) or not text.strip()
 
@@ -268,7 +305,9 @@ class SemanticScorer:
 
     def load(self) -> None:
         """Both models into memory (on the GPU when torch sees one, as bert_score and
-        sentence-transformers choose)."""
+        sentence-transformers choose). A model or baseline that fails to load is a
+        ScorerInputError naming its option and folder or file (what configure's look at the
+        files could not tell)."""
         import warnings
 
         from transformers.utils import logging as hf_logging
@@ -285,23 +324,27 @@ class SemanticScorer:
                 hf_logging.enable_progress_bar()
 
     def _load(self) -> None:
+        m = self.models
         if self._bert is None:
             from bert_score import BERTScorer
 
-            m = self.models
-            self._bert = BERTScorer(
-                model_type=m.bertscore,
-                num_layers=m.layers,
-                lang="en",
-                rescale_with_baseline=m.rescaled,
-                baseline_path=m.baseline,
-            )
+            with _input_errors("--surgvqa-bertscore-model", m.bertscore, "bert_score"):
+                bert = BERTScorer(
+                    model_type=m.bertscore,
+                    num_layers=m.layers,
+                    lang="en",
+                    rescale_with_baseline=m.rescaled,
+                    baseline_path=m.baseline,
+                )
             if m.rescaled:
-                _ = self._bert.baseline_vals  # read now, under load()'s warning filter
+                with _input_errors("--surgvqa-bertscore-baseline", str(m.baseline), "bert_score"):
+                    _ = bert.baseline_vals  # read now, under load()'s warning filter
+            self._bert = bert
         if self._nli is None:
             from sentence_transformers import CrossEncoder
 
-            self._nli = CrossEncoder(self.models.nli, local_files_only=True)
+            with _input_errors("--surgvqa-nli-model", m.nli, "sentence-transformers"):
+                self._nli = CrossEncoder(m.nli, local_files_only=True)
 
     def _empty_bertscore(self, n_refs: int) -> list[float]:
         """bert_score's score for an empty sentence: raw P, R, F 0, then rescaled (float32)."""

@@ -17,6 +17,7 @@ from support.evaluations.surgvqa.semantic import (
     NLI_ID,
     NO_BASELINE,
     ModelNotFound,
+    ScorerInputError,
     ScoringModels,
     find_models,
 )
@@ -88,8 +89,10 @@ MODEL_OPTIONS = ("surgvqa_bertscore_model", "surgvqa_nli_model", "surgvqa_bertsc
 def scoring_models(
     values: Mapping[str, Any], required: bool
 ) -> tuple[ScoringModels | None, str | None]:
-    """The BERTScore and NLI models, found on disk; when one is missing, a usage error if they
-    are `required` or a model option was given, else (None, why) for `auto` to say."""
+    """The BERTScore and NLI models, found on disk, their files and the rescale baseline's
+    looked at (semantic.find_models); when one is missing or cannot work, a usage error if they
+    are `required` or a model option was given, else (None, why) for `auto` to say (the default
+    models, or bert-score's baseline, broken in this machine's caches)."""
     layers = values.get("surgvqa_bertscore_layers")
     if layers is not None and (not isinstance(layers, int) or layers < 0):
         raise OptionError("--surgvqa-bertscore-layers", f"{layers!r}: expected a whole number >= 0")
@@ -100,7 +103,7 @@ def scoring_models(
             layers,
             values.get("surgvqa_bertscore_baseline") or None,
         ), None
-    except ModelNotFound as exc:
+    except (ModelNotFound, ScorerInputError) as exc:
         if required or any(values.get(k) is not None for k in MODEL_OPTIONS):
             raise
         return None, str(exc)

@@ -57,7 +57,12 @@ from support.evaluations.surgvqa.coco import (
     official_inputs,
 )
 from support.evaluations.surgvqa.leaderboard import metrics_json, scores_present
-from support.evaluations.surgvqa.semantic import SEMANTIC_METRICS, SemanticScorer, zero_scores
+from support.evaluations.surgvqa.semantic import (
+    SEMANTIC_METRICS,
+    ScorerInputError,
+    SemanticScorer,
+    zero_scores,
+)
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
 from support.files import atomic_write_text, file_name
 from support.metrics import safe_ratio, summarize_groups
@@ -82,6 +87,12 @@ HEADLINE_SEMANTIC = ("bertscore_f1", "nli_entailment")
 KEYS = ("model", "category", "subset")
 # the terminal's brief table (reports/terminal.py; those the headline has)
 KEY_METRICS = ("bertscore_f1", "bleu", "map")
+SCORES = {  # each row's scores, checked when a run folder is read (support.run_folder)
+    **dict.fromkeys(("n_dt", "n_gt", "tp50"), "count"),
+    **dict.fromkeys(("bleu", "rouge1", "rouge2", "rougeL", *SEMANTIC_METRICS), "number"),
+    "reference_bleu": "numbers",
+    "yes_no_correct": "flag",
+}
 
 
 def vqa_metrics(outcomes: Sequence[Outcome]) -> tuple[str, ...]:
@@ -138,7 +149,9 @@ def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Out
 
     An answer the models fail on scores 0.0 on the three, its outcome's `extra` naming the error
     (`scoring_error`; report.md counts them), and the others are scored; when every answer
-    fails (the models cannot run at all), the first error propagates."""
+    fails (the models cannot run at all), the first error propagates. A model or baseline that
+    cannot load (semantic.ScorerInputError, naming the option and the file) propagates at once:
+    it would fail every answer."""
     settings = ctx.settings
     models = getattr(settings, "scoring", None)
     todo = [k for k, o in enumerate(outcomes) if not is_tools(o) and o.status != "error"]
@@ -158,6 +171,8 @@ def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Out
             o = replace(o, extra={k: v for k, v in o.extra.items() if k != "scoring_error"})
         try:
             got = scorer.score(answer, o.params["answers"])
+        except ScorerInputError:  # the models could not load: no answer can be scored
+            raise
         except Exception as exc:  # one answer's failure costs only its own model scores
             failed.append(exc)
             got = zero_scores(len(o.params["answers"]))
