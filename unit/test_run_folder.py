@@ -414,3 +414,21 @@ def test_a_partial_copy_resumed_says_what_its_tables_cover(
     line = completion["partial"]
     assert "holds fewer outcomes than the" in line and "a partial copy" in line
     assert (folder / "report.md").read_text().startswith(f"**{line}.**")
+
+
+def test_a_model_folder_whose_config_is_nested_too_deep_is_named(tmp_path) -> None:
+    """An `hf:`/`vllm:` folder's config.json 100,000 levels deep: a named BackendUnavailable
+    when the backend is made, never a RecursionError from transformers later."""
+    from support.backends.base import BackendUnavailable
+    from support.backends.model_folder import checked_folder
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(DEEP_OBJECT)
+    with pytest.raises(BackendUnavailable, match=r"config.json is nested too deep to read"):
+        checked_folder("hf:model", str(folder))
+    (folder / "config.json").write_text("[1]")
+    with pytest.raises(BackendUnavailable, match=r"config.json: not a JSON object"):
+        checked_folder("hf:model", str(folder))
+    (folder / "config.json").write_text('{"model_type": "llava"}')
+    assert checked_folder("hf:model", str(folder)) == folder

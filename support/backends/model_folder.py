@@ -53,6 +53,17 @@ def checked_folder(name: str, model_id: str) -> Path | None:
     if path is not None and not (path / "config.json").is_file():
         what = "does not exist" if not path.exists() else "has no config.json"
         raise BackendUnavailable(f"{name}: model folder {path} {what}")
+    if path is not None:
+        try:  # what transformers would fail on only when it loads, with a traceback
+            loaded = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        except RecursionError:
+            raise BackendUnavailable(
+                f"{name}: {path / 'config.json'} is nested too deep to read"
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise BackendUnavailable(f"{name}: {path / 'config.json'}: not JSON ({exc})") from None
+        if not isinstance(loaded, dict):
+            raise BackendUnavailable(f"{name}: {path / 'config.json'}: not a JSON object")
     return path
 
 
@@ -80,7 +91,7 @@ def model_json(model_id: str, name: str) -> tuple[Path, dict[str, Any]] | None:
         return None
     try:
         loaded = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # checked_folder names a local folder's
         return None
     return (path, loaded) if isinstance(loaded, dict) else None
 
