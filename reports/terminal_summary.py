@@ -15,6 +15,7 @@ from typing import Any
 
 from reports import terminal
 from reports.result import EvaluationResult, RunResult
+from support.run_folder import RAW
 from support.settings import RunSettings
 
 MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary (-v)
@@ -65,7 +66,7 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
         if isinstance(raised, type) and issubclass(raised, OptionError):
             tr.write_line(
                 f"vlmbench: {r.name}: its summary could not use an input: {said}; the outcomes "
-                f"are kept in {folder / 'raw_results.jsonl'}. Fix that file (or pass another) "
+                f"are kept in {folder / RAW}. Fix that file (or pass another) "
                 "and run again.",
                 red=True,
                 bold=True,
@@ -73,7 +74,7 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
             continue
         tr.write_line(
             f"vlmbench: {r.name}: its summary failed ({r.failure}); the outcomes are kept in "
-            f"{folder / 'raw_results.jsonl'}. This is a bug of the suite: please report it.",
+            f"{folder / RAW}. This is a bug of the suite: please report it.",
             red=True,
             bold=True,
         )

@@ -43,6 +43,7 @@ from support.run_folder import (
     RunFolderError,
     read_manifest,
 )
+from support.secrets import redacted_command
 from support.tables import MISSING, key_metrics, label_columns, markdown_table, with_intervals
 
 SHORT_HASH = 12  # hex digits of the data fingerprint shown
@@ -208,7 +209,8 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
     headline = headline.copy()
     headline["model"] = [_unquoted(m, run_section.get("models") or []) for m in headline["model"]]
     command = manifest.get("command") if isinstance(manifest.get("command"), dict) else {}
-    args = [str(a) for a in command.get("args") or []]
+    # secret --model-arg values redacted, also in a folder an older vlmbench wrote in clear
+    args = redacted_command(str(a) for a in command.get("args") or [])
     data = manifest.get("data") if isinstance(manifest.get("data"), dict) else {}
     times = manifest.get("times") if isinstance(manifest.get("times"), dict) else {}
     return Run(
@@ -216,7 +218,7 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
         evaluation=str(name),
         run_id=str(run_section.get("run_id") or folder.name),
         start=str(times.get("start") or ""),
-        command=str(command.get("line") or shlex.join(["pytest", *args])),
+        command=shlex.join(["pytest", *args]) if args else str(command.get("line") or "pytest"),
         command_short=_short_command(args, command.get("dir")),
         data_sha256=_text(data.get("sha256")),
         data_label=_text(data.get("label")),

@@ -214,3 +214,34 @@ def keyed_digest(value: str, folder: str | Path | None) -> str:
         key = _PROCESS_KEY
     digest = hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     return KEYED + digest[:KEYED_HEX]
+
+
+MODEL_ARG_OPTIONS = ("--model-arg", "--model-arg-secret")
+
+
+def redacted_command(args: Iterable[str]) -> list[str]:
+    """A pytest command's arguments with each secret `--model-arg NAME=VALUE` value (by name,
+    or any `--model-arg-secret`) written `[redacted]`: for a command read back from a run folder
+    that an older vlmbench wrote in clear."""
+    out: list[str] = []
+    pending: str | None = None  # the option whose NAME=VALUE is the next argument
+    for arg in args:
+        option, eq, pair = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if pending is None and option in MODEL_ARG_OPTIONS and eq:
+            out.append(f"{option}={_redacted_pair(pair, option)}")
+            continue
+        if pending is not None:
+            out.append(_redacted_pair(arg, pending))
+            pending = None
+            continue
+        if arg in MODEL_ARG_OPTIONS:
+            pending = arg
+        out.append(arg)
+    return out
+
+
+def _redacted_pair(pair: str, option: str) -> str:
+    name, eq, _ = pair.partition("=")
+    if eq and (option == "--model-arg-secret" or secret_arg(name)):
+        return f"{name}={REDACTED}"
+    return pair

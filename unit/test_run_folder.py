@@ -432,3 +432,23 @@ def test_a_model_folder_whose_config_is_nested_too_deep_is_named(tmp_path) -> No
         checked_folder("hf:model", str(folder))
     (folder / "config.json").write_text('{"model_type": "llava"}')
     assert checked_folder("hf:model", str(folder)) == folder
+
+
+@pytest.mark.slow
+def test_a_folder_with_secrets_in_clear_reaches_no_leaderboard_output(real_run, tmp_path) -> None:
+    """A manifest an older vlmbench wrote with `--model-arg hf_token=...` in clear: the
+    leaderboard's markdown, CSV (command_line) and HTML (the command cell's title) redact it."""
+    folder = copy_run(real_run, tmp_path)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    clear = ["--model-arg", "hf_token=hf_SECRET_clear1", "--model-arg=password=hunter2x",
+             "--model-arg-secret", "phrase=opensesame77", "--model-arg", "size=7"]  # fmt: skip
+    manifest["command"]["args"] += clear
+    manifest["command"]["line"] += " " + " ".join(clear)
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    board_csv, board_html = tmp_path / "b.csv", tmp_path / "b.html"
+    argv = ["--leaderboard", str(tmp_path / "results"), "--csv", str(board_csv)]
+    assert main([*argv, "--html", str(board_html)]) == 0
+    for text in (board_csv.read_text(), board_html.read_text()):
+        for secret in ("hf_SECRET_clear1", "hunter2x", "opensesame77"):
+            assert secret not in text
+        assert "size=7" in text
