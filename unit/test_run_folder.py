@@ -452,3 +452,16 @@ def test_a_folder_with_secrets_in_clear_reaches_no_leaderboard_output(real_run, 
         for secret in ("hf_SECRET_clear1", "hunter2x", "opensesame77"):
             assert secret not in text
         assert "size=7" in text
+
+
+@pytest.mark.slow
+def test_a_huge_answer_is_read_whole(real_run, tmp_path) -> None:
+    """A 16 MiB answer in a row breaks nothing: every reader takes the row as it is."""
+    folder = copy_run(real_run, tmp_path)
+    huge = "x" * 2**24
+    row_field(2, "raw", huge)(folder)
+    name, found = load_run(folder)
+    assert name == "pointing" and any(o.raw == huge for o in found)
+    with pytest.raises(ValueError, match="other settings"):  # the rows read, the rules differ
+        earlier_runs(RunSettings(results_dir=tmp_path / "results"), ["pointing"], "r1")
+    assert isinstance(read_run(folder), Run)
