@@ -72,8 +72,12 @@ def write_evaluation(
     outs = sorted(outcomes, key=lambda o: (o.model, o.case_id))
     out_dir = run.results_dir / name / run.run_id
     written = _Written()
-    # an earlier session's tables go first: none is left beside this session's manifest
-    written.attempt(lambda: clear_derived(out_dir) and [])
+
+    def clear() -> list[Path]:  # an earlier session's tables go first: none is left beside
+        clear_derived(out_dir)  # this session's manifest should one not be written
+        return []
+
+    written.attempt(clear)
     found: dict[str, Any] = {}
     failure = None
     try:

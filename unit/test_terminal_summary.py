@@ -98,9 +98,15 @@ nyu_summary.summarize = _broken
 
 
 @pytest.mark.slow
-def test_a_broken_summary_costs_no_other_evaluation(pytester, run_suite) -> None:
+def test_a_broken_summary_costs_no_other_evaluation(pytester, run_suite, tmp_path) -> None:
+    """The failing evaluation keeps its raw rows; no table of an earlier session is left beside
+    its new manifest (planted: summary.csv and report.md of an older run in the folder)."""
     pytester.makepyfile(plant_broken_summary=BROKEN_SUMMARY)
     pytester.syspathinsert()
+    stale = tmp_path / "results" / "nyu_distance" / "r1"
+    stale.mkdir(parents=True)
+    for name in ("summary.csv", "report.md"):
+        (stale / name).write_text("an earlier session's table\n")
     result, results = run_suite(
         "nyu_distance", "--model=oracle", "-m", "quick", "-p", "plant_broken_summary",
         str(Path(__file__).resolve().parents[1] / "evals" / "surgvqa"),
@@ -111,6 +117,10 @@ def test_a_broken_summary_costs_no_other_evaluation(pytester, run_suite) -> None
     assert "nyu_distance: its summary failed (RuntimeError: planted summary failure)" in out
     assert "vlmbench: surgvqa" in out  # the other evaluation's table is printed
     assert (results / "nyu_distance" / "r1" / "raw_results.jsonl").is_file()
+    assert (results / "nyu_distance" / "r1" / "manifest.json").is_file()
+    assert not (stale / "summary.csv").exists()
+    report = stale / "report.md"  # written if the failure came late enough, never the old one
+    assert not report.exists() or not report.read_text().startswith("an earlier")
     assert (results / "surgvqa" / "r1" / "summary.csv").is_file()
     assert (pytester.path / "junit.xml").is_file()
 
