@@ -465,3 +465,11 @@ def test_a_huge_answer_is_read_whole(real_run, tmp_path) -> None:
     with pytest.raises(ValueError, match="other settings"):  # the rows read, the rules differ
         earlier_runs(RunSettings(results_dir=tmp_path / "results"), ["pointing"], "r1")
     assert isinstance(read_run(folder), Run)
+
+
+@pytest.mark.slow
+def test_out_into_a_missing_folder_exits_2_naming_it(real_run, tmp_path, capsys) -> None:
+    a, b = copy_run(real_run, tmp_path, "a"), copy_run(real_run, tmp_path, "b")
+    out = tmp_path / "missing" / "table.csv"
+    assert main([str(a), str(b), "--bootstrap", "20", "--out", str(out)]) == 2
+    assert f"vlmbench-compare: --out {out}: not written" in capsys.readouterr().err
