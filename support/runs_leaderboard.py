@@ -128,14 +128,16 @@ def _subfolders(folder: Path) -> list[Path]:
 def run_folders(root: Path) -> list[Path]:
     """The run folders `root` holds: `root` itself when it is a run, its subfolders when it is
     one evaluation's folder (named after a registered evaluation, or holding a run), else every
-    `<evaluation>/<run-id>/` under it. A broken run (e.g. no manifest) is still returned."""
+    `<evaluation>/<run-id>/` under it. A folder holding none of a run's files (a dry run's
+    dry_run.csv alone, an evaluation's own data folder) is no run and is left out; a broken run
+    (e.g. raw rows without a manifest) is still returned, to be listed as skipped."""
     root = Path(root)
     if _is_run(root):
         return [root]
     children = _subfolders(root)
     if root.name in evaluations.names() or any(_is_run(c) for c in children):
-        return children
-    return [run for child in children for run in _subfolders(child)]
+        return [c for c in children if _is_run(c)]
+    return [run for child in children for run in _subfolders(child) if _is_run(run)]
 
 
 def _short_command(args: Sequence[str], cwd: str | None) -> str:

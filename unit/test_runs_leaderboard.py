@@ -163,6 +163,15 @@ def test_runs_found_from_results_an_evaluation_folder_or_one_run(tmp_path: Path)
     assert len(run_folders(tmp_path / "nyu_distance")) == 2
     assert run_folders(one) == [one]
     assert list(build_leaderboard(one).tables["nyu_distance"]["run"]) == ["r1"]
+    # a dry run's folder (dry_run.csv alone) and an evaluation's own data folder are no runs:
+    # left out, not listed as broken
+    dry = tmp_path / "nyu_distance" / "dry"
+    dry.mkdir()
+    (dry / "dry_run.csv").write_text("evaluation,model\n")
+    (tmp_path / "pgt" / "synthetic" / "images").mkdir(parents=True)
+    board = build_leaderboard(tmp_path)
+    assert len(run_folders(tmp_path)) == 2 and board.skipped == []
+    assert build_leaderboard(tmp_path / "nyu_distance").skipped == []
 
 
 class Parsed(HTMLParser):
