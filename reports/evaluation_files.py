@@ -22,6 +22,7 @@ from reports.manifest import write_manifest
 from reports.result import Completion, EvaluationResult
 from support import evaluations
 from support.comparisons.pairing import report_section
+from support.evaluation import OptionError
 from support.files import write_csv, write_jsonl
 from support.provenance import fallback_flags, provenance_table
 from support.provenance import report_section as provenance_section
@@ -79,7 +80,6 @@ def write_evaluation(
 
     written.attempt(clear)
     found: dict[str, Any] = {}
-    failure = None
     try:
         try:
             summary_of, ctx, outs = _scored(name, outs, run, out_dir, written)
@@ -95,7 +95,7 @@ def write_evaluation(
                 ]
             )  # fmt: skip
     except Exception as exc:  # one evaluation's broken summary never costs the others
-        failure = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        found.update(summary_failure(exc))
         found.pop("summary", None)
         found.pop("headline", None)
     scored = {(o.model, o.case_id): o for o in outs}  # with the controller-side scores
@@ -104,10 +104,17 @@ def write_evaluation(
         tuple(scored.get((o.model, o.case_id), o) for o in outcomes),  # in arrival order
         files=tuple(written.files),
         unwritten=tuple(written.unwritten),
-        failure=failure,
         completion=completion,
         **found,
     )
+
+
+def summary_failure(exc: Exception) -> dict[str, str | None]:
+    """EvaluationResult's `failure` (the exception as "Type: message") and `failed_input` (its
+    message, when it is an OptionError: an input's fault, not the suite's) for a summary that
+    raised `exc`."""
+    failure = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return {"failure": failure, "failed_input": str(exc) if isinstance(exc, OptionError) else None}
 
 
 def _scored(

@@ -123,6 +123,9 @@ class EvaluationResult:
     files: tuple[Path, ...] = ()
     unwritten: tuple[str, ...] = ()
     failure: str | None = None
+    # the failure's message when it was an input's (an OptionError: a file an option names that
+    # fails to load, e.g. a surgvqa scorer), not a bug of the suite
+    failed_input: str | None = None
     completion: Completion = Completion()  # how far its tables reach (merged under --resume)
 
 

@@ -52,21 +52,11 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
         for why in r.unwritten:
             tr.write_line(f"vlmbench: {r.name}: NOT WRITTEN: {why}", red=True, bold=True)
     for r in failed:
-        import sys
-
-        from support.evaluation import OptionError
-
         folder = run.results_dir / r.name / run.run_id
-        # `failure` is "module.Type: message"; a Type that is an OptionError (e.g. surgvqa's
-        # ScorerInputError: a scorer file an option names that fails to load) is the user's
-        # input, named by its message, not a bug of the suite
-        kind, _, said = r.failure.partition(": ")
-        module, _, type_name = kind.rpartition(".")
-        raised = getattr(sys.modules.get(module), type_name, None)
-        if isinstance(raised, type) and issubclass(raised, OptionError):
+        if r.failed_input is not None:  # a file an option names (evaluation_files.summary_failure)
             tr.write_line(
-                f"vlmbench: {r.name}: its summary could not use an input: {said}; the outcomes "
-                f"are kept in {folder / RAW}. Fix that file (or pass another) "
+                f"vlmbench: {r.name}: its summary could not use an input: {r.failed_input}; the "
+                f"outcomes are kept in {folder / RAW}. Fix that file (or pass another) "
                 "and run again.",
                 red=True,
                 bold=True,

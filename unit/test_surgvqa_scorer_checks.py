@@ -19,7 +19,6 @@ import json
 import os
 import pickle
 import struct
-import traceback
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -395,6 +394,7 @@ def test_a_model_failing_only_at_loading_is_an_input_error_naming_it(
     """A folder the checks pass that bert_score cannot load (its config.json leaves roberta's 12
     layers, layer 17 is asked for): score_outcomes raises a ScorerInputError naming the option
     and the folder at once, and the terminal says it is that input, not a bug of the suite."""
+    from reports.evaluation_files import summary_failure
     from reports.result import EvaluationResult, RunResult
     from reports.terminal_summary import write_summary
     from support.evaluations.surgvqa.semantic import ScorerInputError
@@ -442,11 +442,10 @@ def test_a_model_failing_only_at_loading_is_an_input_error_naming_it(
             lines.append(title)
 
     run = RunSettings(results_dir=tmp_path / "results", run_id="r1")
-    failure = "".join(traceback.format_exception_only(type(err.value), err.value)).strip()
     bug = "RuntimeError: planted"
     result = RunResult(
         evaluations=(
-            EvaluationResult("surgvqa", (), failure=failure),
+            EvaluationResult("surgvqa", (), **summary_failure(err.value)),
             EvaluationResult("pgt", (), failure=bug),
         )
     )
