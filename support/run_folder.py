@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support.bounded_json import TooDeep, loads, nesting
 from support.summary_contract import SCORE_KINDS
 from support.types import STATUSES, Outcome
 
@@ -70,33 +71,16 @@ class RunFolderError(ValueError):
 # --- JSON -----------------------------------------------------------------------------------------
 
 
-def _depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether `value` nests lists and objects more than `limit` levels (iterative)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
-
-
 def parse_json(text: str, path: Path | str, line: int = 0) -> Any:
     """`text` as JSON (NaN and Infinity as Python writes them), or RunFolderError naming `path`
-    and `line`."""
+    and `line`: not JSON, or nested deeper than MAX_DEPTH (support.bounded_json)."""
     try:
-        value = json.loads(text)
-    except RecursionError:
+        value = loads(text)
+    except TooDeep:
         raise RunFolderError(path, f"nested deeper than {MAX_DEPTH} levels", line) from None
     except ValueError as exc:  # JSONDecodeError
         raise RunFolderError(path, f"not JSON ({exc})", line) from None
-    if _depth_exceeds(value):
+    if nesting(value) > MAX_DEPTH:
         raise RunFolderError(path, f"nested deeper than {MAX_DEPTH} levels", line)
     return value
 

@@ -13,10 +13,10 @@ network), or else the id itself.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
+from support.bounded_json import TooDeep, loads
 from support.file_hashes import HASH_MEMO, FileHashes
 
 # small files that determine the answers, hashed whole into the revision of a local model
@@ -55,8 +55,8 @@ def checked_folder(name: str, model_id: str) -> Path | None:
         raise BackendUnavailable(f"{name}: model folder {path} {what}")
     if path is not None:
         try:  # what transformers would fail on only when it loads, with a traceback
-            loaded = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        except RecursionError:
+            loaded = loads((path / "config.json").read_text(encoding="utf-8"))
+        except TooDeep:
             raise BackendUnavailable(
                 f"{name}: {path / 'config.json'} is nested too deep to read"
             ) from None
@@ -90,8 +90,8 @@ def model_json(model_id: str, name: str) -> tuple[Path, dict[str, Any]] | None:
     if path is None:
         return None
     try:
-        loaded = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):  # checked_folder names a local folder's
+        loaded = loads(path.read_text())
+    except (OSError, ValueError):  # TooDeep too; checked_folder names a local folder's
         return None
     return (path, loaded) if isinstance(loaded, dict) else None
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 import zipfile
@@ -39,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from support.bounded_json import TooDeep, loads, nesting
 from support.evaluation import OptionError
 
 BASELINE_OPTION = "--surgvqa-bertscore-baseline"
@@ -67,17 +67,6 @@ class ScorerInputError(OptionError):
 
 
 # ---- JSON -------------------------------------------------------------------------------------
-def json_depth(value: Any) -> int:
-    """How deep `value` nests (a scalar 0, `{}` or `[]` 1), without recursing."""
-    deepest, todo = 0, [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            todo += [(v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)]
-    return deepest
-
-
 def read_json_object(option: str, path: Path, data: bytes | None = None) -> dict[str, Any]:
     """The JSON object in `path` (or `data`, read from it) as transformers reads it (UTF-8,
     json.loads); a ScorerInputError naming `option` and the file when it is none, or nests
@@ -87,8 +76,8 @@ def read_json_object(option: str, path: Path, data: bytes | None = None) -> dict
             if path.stat().st_size > MAX_JSON_BYTES:
                 raise ScorerInputError(option, path, f"over {MAX_JSON_BYTES >> 20} MiB of JSON")
             data = path.read_bytes()
-        value = json.loads(data.decode("utf-8"))
-    except RecursionError:
+        value = loads(data.decode("utf-8"))
+    except TooDeep:
         raise ScorerInputError(
             option, path, "JSON nested too deep to read: Python's parser, transformers' too, "
             f"raises RecursionError (a model's nests a few levels; {MAX_JSON_DEPTH} are allowed)",
@@ -99,7 +88,7 @@ def read_json_object(option: str, path: Path, data: bytes | None = None) -> dict
         raise ScorerInputError(option, path, f"not UTF-8 JSON: {exc}") from None
     if not isinstance(value, dict):
         raise ScorerInputError(option, path, f"a JSON {type(value).__name__}, not an object")
-    depth = json_depth(value)
+    depth = nesting(value)
     if depth > MAX_JSON_DEPTH:
         raise ScorerInputError(
             option, path, f"JSON nested {depth} deep, past {MAX_JSON_DEPTH} (a model's nests a "
