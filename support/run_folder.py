@@ -64,8 +64,15 @@ class RunFolderError(ValueError):
 
     def __init__(self, path: Path | str, why: str, line: int = 0, field: str = "") -> None:
         self.path, self.why, self.line, self.field = Path(path), why, line, field
-        where = f"{path}:{line}" if line else str(path)
-        super().__init__(f"{where}: {f'{field}: ' if field else ''}{why}")
+        super().__init__(f"{path}:{line}: {self._what()}" if line else f"{path}: {self._what()}")
+
+    @property
+    def within(self) -> str:
+        """What is wrong within the file, without its path: `line N: field: why`."""
+        return f"line {self.line}: {self._what()}" if self.line else self._what()
+
+    def _what(self) -> str:
+        return f"{self.field}: {self.why}" if self.field else self.why
 
 
 # --- JSON -----------------------------------------------------------------------------------------
@@ -446,7 +453,7 @@ def read_pictures(folder: Path) -> Pictures:
         index = parse_json(read_text(path), path)
         check_fields(index, PICTURES_FIELDS, path, 0)
     except RunFolderError as exc:
-        return Pictures(missing=f"pictures.json unreadable ({exc.why}{_field(exc)})")
+        return Pictures(missing=f"pictures.json unreadable ({exc.within})")
     dropped: list[str] = []
     report = None
     if index.get("report"):
@@ -473,10 +480,6 @@ def read_pictures(folder: Path) -> Pictures:
 def _under(folder: Path, rel: str) -> Path:
     """A path of pictures.json (relative to its run folder) as an absolute, normal path."""
     return Path(os.path.normpath(folder.absolute() / rel))
-
-
-def _field(exc: RunFolderError) -> str:
-    return f", field {exc.field}" if exc.field else ""
 
 
 def _is_text_map(value: Any) -> str | None:

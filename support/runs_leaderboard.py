@@ -184,7 +184,7 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
     try:
         manifest = read_manifest(folder, required=True)
     except RunFolderError as exc:
-        return Skipped(folder, f"{exc.path.name}: {_why(exc)}")
+        return Skipped(folder, f"{exc.path.name}: {exc.within}")
     problem = _completion_problem(manifest.get("completion"))
     if problem and not partial:
         return Skipped(folder, problem)
@@ -202,7 +202,7 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
         summary = _numeric_metrics(summary, summary_of.KEY_METRICS, summary_path)
         headline = summary_of.headline(summary)
     except RunFolderError as exc:
-        return Skipped(folder, f"summary.csv: {_why(exc)}")
+        return Skipped(folder, f"summary.csv: {exc.within}")
     except Exception as exc:  # an empty, cut or foreign summary.csv
         return Skipped(folder, f"summary.csv unreadable ({type(exc).__name__}: {exc})")
     if "model" not in headline or headline.empty:
@@ -231,12 +231,6 @@ def read_run(folder: Path, partial: bool = False) -> Run | Skipped:
         fallback=_fallback_shares(folder, run_section.get("models") or []),
         incomplete=problem,
     )
-
-
-def _why(exc: RunFolderError) -> str:
-    """A RunFolderError's reason, with its line and field, without the folder's path."""
-    where = f"line {exc.line}: " if exc.line else ""
-    return f"{where}{exc.field + ': ' if exc.field else ''}{exc.why}"
 
 
 def _numeric_metrics(summary: pd.DataFrame, metrics: Sequence[str], path: Path) -> pd.DataFrame:
