@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -432,10 +432,6 @@ def write_pictures(folder: Path, report: Path, pictures: Mapping[str, Path | Non
     return path
 
 
-def _inside(path: Path, roots: Iterable[Path]) -> bool:
-    return any(path == root or root in path.parents for root in roots)
-
-
 def read_pictures(folder: Path) -> Pictures:
     """The pictures of a run folder. Each picture must be a raster image file (PICTURE_SUFFIXES)
     that resolves (links followed) inside the run folder or the report's assets folder
@@ -469,7 +465,7 @@ def read_pictures(folder: Path) -> Pictures:
         where = _under(folder, rel)
         if where.suffix.lower() not in PICTURE_SUFFIXES:
             dropped.append(f"{case!r:.80}: {rel!r:.80} is not a picture file")
-        elif not _inside(where.resolve(), roots):
+        elif not any(where.resolve().is_relative_to(root) for root in roots):
             dropped.append(f"{case!r:.80}: {rel!r:.80} lies outside the run folder")
         else:
             files[case] = where
