@@ -1,7 +1,10 @@
 """The suite's own tests: offline always, pytester available."""
 
 import os
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +61,31 @@ def synthetic_cholecseg8k(shared_cache: Path) -> Path:
     return ensure_cholecseg8k(shared_cache)
 
 
+def suite_argv(
+    evaluation: str, base: Path, shared_cache: Path, args: tuple[str, ...], run_id: str, cache: str
+) -> list[str]:
+    """The arguments of `pytest evals/<evaluation>` as run_suite runs it: the cache folder `cache`
+    and results folder `results` under `base`, the cache's `synthetic/` linked to the session's
+    shared one, a fixed run id and 200 bootstrap resamples."""
+    link = base / cache / "synthetic"
+    if not link.exists():
+        (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    return [
+        str(REPO / "evals" / evaluation),
+        f"--rootdir={REPO}",
+        f"--cache-dir={base / cache}",
+        f"--results-dir={base / 'results'}",
+        f"--run-id={run_id}",
+        "--bootstrap=200",
+        "-p",
+        "no:cacheprovider",
+        *CHILD_PYTEST_FLAGS,
+        *args,
+    ]
+
+
 @pytest.fixture
 def run_suite(pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path):
     """run_suite(evaluation, *args, run_id="r1", cache="cache") -> (RunResult, results folder):
@@ -67,24 +95,46 @@ def run_suite(pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path):
     test never changes, and building them is most of a fresh run's time."""
 
     def _run(evaluation: str, *args: str, run_id: str = "r1", cache: str = "cache"):
-        results = tmp_path / "results"
-        link = tmp_path / cache / "synthetic"
-        if not link.exists():
-            (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-            link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
-        argv = [
-            str(REPO / "evals" / evaluation),
-            f"--rootdir={REPO}",
-            f"--cache-dir={tmp_path / cache}",
-            f"--results-dir={results}",
-            f"--run-id={run_id}",
-            "--bootstrap=200",
-            "-p",
-            "no:cacheprovider",
-            *CHILD_PYTEST_FLAGS,
-            *args,
-        ]
-        return pytester.runpytest_subprocess(*argv, timeout=300), results
+        argv = suite_argv(evaluation, tmp_path, shared_cache, args, run_id, cache)
+        return pytester.runpytest_subprocess(*argv, timeout=300), tmp_path / "results"
+
+    return _run
+
+
+def child_pytest(where: Path, argv: list[str], timeout_s: float = 300) -> pytest.RunResult:
+    """`pytest *argv` in a subprocess started in `where`, in the environment pytester gives its
+    subprocess runs (HOME is `where`, no PYTEST_ADDOPTS, no colour): runpytest_subprocess for
+    fixtures wider than a test, which pytester (function-scoped) cannot serve."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "TOX_ENV_DIR")}
+    env |= {"HOME": str(where), "USERPROFILE": str(where), "PY_COLORS": "0"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(where), env.get("PYTHONPATH", "")]))
+    basetemp = tempfile.mkdtemp(prefix="runpytest-", dir=where)
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", f"--basetemp={basetemp}", *argv],
+        cwd=where,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    took = time.monotonic() - start
+    return pytest.RunResult(
+        proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(), took
+    )
+
+
+@pytest.fixture(scope="module")
+def module_run_suite(request: pytest.FixtureRequest, tmp_path_factory, shared_cache: Path):
+    """run_suite for module fixtures: the same child runs and arguments, under one folder of the
+    module's own (its cache names and `results`). A child run that several tests read is run once
+    in a module fixture built on this; the module is then marked `xdist_group` so its tests share
+    one worker."""
+    base = tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])
+
+    def _run(evaluation: str, *args: str, run_id: str = "r1", cache: str = "cache"):
+        argv = suite_argv(evaluation, base, shared_cache, args, run_id, cache)
+        return child_pytest(base, argv), base / "results"
 
     return _run
