@@ -285,3 +285,46 @@ def test_sigint_marks_the_results_partial(tmp_path, shared_cache, workers):
     line = f"interrupted: partial results ({n} of {m} cases finished)"
     assert (folder / "report.md").read_text().startswith(f"**{line}.**"), line
     assert f"vlmbench: {line}" in out
+
+
+DROPPED = '''
+import os, signal
+
+passed = 0
+
+
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)  # KeyboardInterrupt raised here, in a finalizer
+
+
+def pytest_runtest_logreport(report):
+    """After the 3rd passed case, a Ctrl-C that lands in a finalizer: Python drops the
+    KeyboardInterrupt raised there (an unraisable exception)."""
+    global passed
+    if report.when == "call" and report.passed:
+        passed += 1
+        if passed == 3:
+            Finalized()  # finalized at once, on the main thread
+'''
+
+
+@pytest.mark.slow
+def test_a_sigint_dropped_in_a_finalizer_still_stops_the_run(tmp_path, shared_cache):
+    """A KeyboardInterrupt that Python drops (raised in a `__del__`) still ends the run as
+    interrupted before the next case (fixtures/interrupts.py), its results marked partial:
+    without the suite's SIGINT handler the run went on to its 66th case and exited 0."""
+    argv = suite_argv(tmp_path, shared_cache, "-m", "quick", "-n", "0", "-p", "dropped")
+    (tmp_path / "dropped.py").write_text(DROPPED)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *argv, "-W", "default"],
+        cwd=tmp_path, env=suite_env(tmp_path), capture_output=True, text=True, timeout=300,
+        preexec_fn=sigint_as_from_a_shell,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert "KeyboardInterrupt" in out and "__del__" in out, out[-3000:]  # it was dropped there
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
+    folder = tmp_path / "results" / "pgt" / "r1"
+    completion = json.loads((folder / "manifest.json").read_text())["completion"]
+    assert completion["interrupted"] is True and completion["complete"] is False
+    assert 0 < completion["cases_finished"] < completion["cases_selected"] == 66, completion
