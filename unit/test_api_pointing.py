@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -132,14 +133,32 @@ def run_pytest(args: list[str], provider: str, key: str | None = KEY, pythonpath
     )
 
 
-@pytest.mark.parametrize("provider", list(PROVIDERS))
-def test_each_sdk_yields_the_scripted_metrics(provider, cholecseg8k, expected, tmp_path):
+def sdk_run(provider: str, model: str, cholecseg8k: Path, tmp: Path):
+    """The zero-shot quick subset through `provider`'s SDK against a loopback with no faults:
+    (the run, the server's stats, the server's port)."""
     with LoopbackServer(script, api_key=KEY, lifetime_s=240) as server:
-        args = argv(f"{provider}:loop-model", cholecseg8k, tmp_path, f"--api-base={server.url}")
+        args = argv(f"{provider}:{model}", cholecseg8k, tmp, f"--api-base={server.url}")
         proc = run_pytest(args, provider, timeout=240)
+    return proc, server.stats, server.port
+
+
+@pytest.fixture(scope="module")
+def openai_run(cholecseg8k, tmp_path_factory):
+    """`openai:loop` through the SDK once, read by the metrics test and the SDK-upgrade test
+    (which reruns it from a copy of its cache): (folder, run, server stats, server port)."""
+    tmp = tmp_path_factory.mktemp("openai_run")
+    return (tmp, *sdk_run("openai", "loop", cholecseg8k, tmp))
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_each_sdk_yields_the_scripted_metrics(provider, cholecseg8k, expected, tmp_path, request):
+    if provider == "openai":  # the run the SDK-upgrade test reruns
+        tmp_path, proc, stats, _ = request.getfixturevalue("openai_run")
+    else:
+        proc, stats, _ = sdk_run(provider, "loop-model", cholecseg8k, tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
     pd.testing.assert_frame_equal(metrics(tmp_path), expected)
-    assert server.stats.answered == 60 and sum(server.stats.faults.values()) == 0
+    assert stats.answered == 60 and sum(stats.faults.values()) == 0
     got = rows(tmp_path)
     assert all(r["usage"]["input_tokens"] > 0 for r in got)
     assert "usage and cost per model" in proc.stdout
@@ -222,16 +241,15 @@ def pytest_report_header(config):
 """
 
 
-def test_an_sdk_upgrade_resends_nothing(cholecseg8k, tmp_path):
+def test_an_sdk_upgrade_resends_nothing(cholecseg8k, openai_run, tmp_path):
     """The cache identity is what the provider sees, not the SDK version: after an upgrade the
     same run is served from the cache and the server gets no request."""
-    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as server:
-        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={server.url}")
-        first = run_pytest(args, "openai", timeout=240)
+    first_tmp, first, stats, port = openai_run
     assert first.returncode == 0, first.stdout[-2000:]
-    assert server.stats.answered == 60
+    assert stats.answered == 60
+    shutil.copytree(first_tmp / "cache", tmp_path / "cache")  # the shared run's stays as it was
     (tmp_path / "sdkupgrade.py").write_text(SDK_UPGRADE_PLUGIN)
-    with LoopbackServer(script, api_key=KEY, lifetime_s=240, port=server.port) as again:
+    with LoopbackServer(script, api_key=KEY, lifetime_s=240, port=port) as again:
         args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={again.url}")
         second = run_pytest([*args, "-p", "sdkupgrade"], "openai", pythonpath=tmp_path, timeout=240)
     assert second.returncode == 0, second.stdout[-2000:]

@@ -36,6 +36,7 @@ from hostile_pages import (
 from support.compare_page import FLIP_KINDS, PAGE_ROWS, flip_kind
 from support.compare_runs import main
 from support.files import write_jsonl
+from support.testing.suite_runs import EVERY_SHAPE
 from support.types import Outcome, Request
 
 HERE = Path(__file__).parent
@@ -384,6 +385,8 @@ def test_the_page_lists_exactly_the_cases_the_models_differ_on(
         "",  # evals/: all five
         "-m",
         "quick",
+        "-k",
+        EVERY_SHAPE,  # each evaluation's every request shape, not all its quick cases
         f"--model={MODEL_A}",
         f"--model={MODEL_B}",
         f"--html={report}",

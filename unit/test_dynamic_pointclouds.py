@@ -22,7 +22,9 @@ pytest.importorskip("transformers")
 from support.testing.tiny_pointqa import save_checkpoint
 
 MODEL = "python:support.testing.tiny_pointqa:PointQAModel"
-pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+# every test here runs the suite in a subprocess; one worker runs this module, so its module
+# fixtures are built once, not once a worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dynamic_pointclouds")]
 
 
 def rows(results: Path) -> list[dict]:
@@ -85,28 +87,6 @@ def vlm(shared_cache) -> str:
     return f"hf:{ensure_tiny_vlm(shared_cache)}"
 
 
-def test_a_vlm_and_the_point_cloud_model_side_by_side(run_suite, checkpoint, vlm):
-    result, results = run_suite(
-        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", vlm,
-        "--model", MODEL, "--model-arg", f"checkpoint={checkpoint}",
-    )  # fmt: skip
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    found = rows(results)
-    by_model = {m: [o for o in found if o["model"] == m] for m in (vlm, MODEL)}
-    assert [len(v) for v in by_model.values()] == [20, 20]
-    assert all(o["extra"]["sent"] == ["image"] for o in by_model[vlm])
-    assert all("cloud_sha256" not in o["extra"] for o in by_model[vlm])
-    assert all(o["extra"]["sent"] == ["points"] for o in by_model[MODEL])
-    assert not [o for o in found if o["status"] == "error"]
-    # the same tasks, each model shown the scene its own way
-    assert [o["extra"]["task_key"] for o in by_model[vlm]] == [
-        o["extra"]["task_key"] for o in by_model[MODEL]
-    ]
-    models = manifest(results)["models"]
-    assert set(models[vlm]["requests_with"]) == {"image", "text"}
-    assert set(models[MODEL]["requests_with"]) == {"points", "text"}
-
-
 BOTH = """
     from support.testing.tiny_pointqa import PointQAModel
 
@@ -125,54 +105,71 @@ BOTH = """
 """
 
 
-def test_both_modalities_to_one_model(run_suite, checkpoint, tmp_path, monkeypatch):
-    (tmp_path / "both_reader.py").write_text(textwrap.dedent(BOTH))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    model = "python:both_reader:BothReader"
-    result, results = run_suite(
-        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", model,
-        "--model-arg", f"checkpoint={checkpoint}",
-    )  # fmt: skip
-    assert result.ret == 0, result.stdout.str()[-3000:]
-    found = rows(results)
-    assert len(found) == 20 and not [o for o in found if o["status"] == "error"]
-    assert all(o["extra"]["sent"] == ["image", "points"] for o in found)
-    assert manifest(results)["models"][model]["requests_with"] == {
-        "image": 20,
-        "points": 20,
-        "text": 20,
-    }
-
-
-def test_a_checkpoint_that_does_not_load_fails_the_run_naming_it(run_suite, tmp_path):
-    missing = tmp_path / "nowhere" / "model.pth"
-    result, _ = run_suite(
-        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", MODEL,
-        "--model-arg", f"checkpoint={missing}",
-    )  # fmt: skip
-    out = result.stdout.str()
-    assert result.ret == 1, out[-3000:]  # failed, never skipped
-    assert f"PointQAModel(checkpoint='{missing}') raised FileNotFoundError" in out
-
-
 TEXT_ONLY = """
     class Reader:
         modalities = ("text",)
+
+        def __init__(self, **model_args):  # the run's --model-arg, meant for the other model
+            pass
 
         def generate(self, request):
             return "A"
 """
 
 
-def test_a_model_reading_neither_pictures_nor_clouds_is_skipped_saying_so(
+def test_a_vlm_the_point_cloud_model_and_one_reading_both_side_by_side(
+    run_suite, checkpoint, vlm, tmp_path, monkeypatch
+):
+    """Three models in one quick random search: the VLM is sent the picture, the point-cloud
+    model the cloud, and a model reading both (BOTH) the picture and the cloud, in that order."""
+    (tmp_path / "both_reader.py").write_text(textwrap.dedent(BOTH))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    both = "python:both_reader:BothReader"
+    result, results = run_suite(
+        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", vlm,
+        "--model", MODEL, "--model", both, "--model-arg", f"checkpoint={checkpoint}",
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    found = rows(results)
+    by_model = {m: [o for o in found if o["model"] == m] for m in (vlm, MODEL, both)}
+    assert [len(v) for v in by_model.values()] == [20, 20, 20]
+    assert len(found) == 60
+    assert all(o["extra"]["sent"] == ["image"] for o in by_model[vlm])
+    assert all("cloud_sha256" not in o["extra"] for o in by_model[vlm])
+    assert all(o["extra"]["sent"] == ["points"] for o in by_model[MODEL])
+    assert all(o["extra"]["sent"] == ["image", "points"] for o in by_model[both])
+    assert not [o for o in found if o["status"] == "error"]
+    # the same tasks, each model shown the scene its own way
+    assert [o["extra"]["task_key"] for o in by_model[vlm]] == [
+        o["extra"]["task_key"] for o in by_model[MODEL]
+    ]
+    models = manifest(results)["models"]
+    assert set(models[vlm]["requests_with"]) == {"image", "text"}
+    assert set(models[MODEL]["requests_with"]) == {"points", "text"}
+    assert models[both]["requests_with"] == {"image": 20, "points": 20, "text": 20}
+
+
+def test_a_checkpoint_that_does_not_load_fails_and_a_text_model_is_skipped_saying_so(
     run_suite, tmp_path, monkeypatch
 ):
+    """One quick random search with two models: the point-cloud model on a checkpoint that does
+    not exist fails its cases naming it (never skipped); a model reading neither pictures nor
+    clouds (TEXT_ONLY, imported from the working folder) has its tests skipped, saying why."""
     (tmp_path / "text_reader.py").write_text(textwrap.dedent(TEXT_ONLY))
     monkeypatch.chdir(tmp_path)  # the working folder is on the factory's import path
+    missing = tmp_path / "nowhere" / "model.pth"
     result, _ = run_suite(
-        "dynamic", "-m", "quick", "--dynamic-strategy", "random",
-        "--model", "python:text_reader:Reader",
+        "dynamic", "-m", "quick", "--dynamic-strategy", "random", "--model", MODEL,
+        "--model", "python:text_reader:Reader", "--model-arg", f"checkpoint={missing}",
     )  # fmt: skip
     out = result.stdout.str()
-    assert "reads neither images nor point clouds" in out, out[-3000:]
-    result.assert_outcomes(skipped=2)
+    assert result.ret == 1, out[-3000:]  # failed, never skipped
+    assert f"PointQAModel(checkpoint='{missing}') raised FileNotFoundError" in out
+    # both skips are the text model's two quick rounds, with the reason
+    assert "skipped 2: python:text_reader:Reader reads neither images nor point clouds" in out, out[
+        -3000:
+    ]
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped") == 2, outcomes
+    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == 2, outcomes  # the other two
+    assert "passed" not in outcomes, outcomes

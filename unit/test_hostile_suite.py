@@ -20,9 +20,12 @@ import hostile_answers
 import pandas as pd
 import pytest
 
+from conftest import CHILD_PYTEST_FLAGS, child_pytest
 from support import evaluations
 
-pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+# every test here runs the suite in a subprocess; the runs that several tests read are module
+# fixtures, so the module's tests share one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile_suite")]
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -31,7 +34,9 @@ MODELS = {
     "second": "scripted:hostile_answers:second",
     "faulty": "scripted:hostile_answers:faulty",
 }
-TIMEOUT_S = 120  # one evaluation's run, hostile answers included
+# one evaluation's run, hostile answers and payloads included, its synthetic data built in it
+# when no earlier test of the session did (pointing's: ~100 s on a busy 2-core machine)
+TIMEOUT_S = 300
 MAX_HTML_BYTES = 50 * 2**20  # generous: answer text in the HTML is being capped (issue 25)
 
 
@@ -53,29 +58,45 @@ def quick_run(evaluation: str, tmp_path: Path, shared_cache: Path, run_id: str) 
         "no:cacheprovider",
         "-p",
         "no:randomly",
+        *CHILD_PYTEST_FLAGS,
         "-m",
         "quick",
         "--samples=2",  # two of each test set: every class still occurs, in bounded time
     ]
 
 
-@pytest.fixture
-def hostile_run(pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path, monkeypatch):
-    """hostile_run(evaluation) -> (RunResult, results folder, answer log lines)."""
+@pytest.fixture(scope="module")
+def hostile_runs(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path):
+    """hostile_runs(evaluation) -> (RunResult, run folder, results folder, answer log lines): one
+    quick run per evaluation, made on first use and shared by the tests that read it (read-only).
+    Its models are the hostile ones (MODELS) and the payload model of unit/hostile_pages.py
+    (issue 34), so one run serves the hostile-answers checks and the report-page checks; it
+    writes report.html (self-contained) and junit.xml."""
+    import hostile_pages
+
+    runs: dict[str, tuple[pytest.RunResult, Path, Path, list[str]]] = {}
 
     def _run(evaluation: str):
-        log = tmp_path / "answers.log"
-        monkeypatch.setenv("PYTHONPATH", str(HERE))
-        monkeypatch.setenv("HOSTILE_LOG", str(log))
-        result = pytester.runpytest_subprocess(
-            *quick_run(evaluation, tmp_path, shared_cache, "hostile"),
-            f"--model={','.join(MODELS.values())}",
-            f"--html={tmp_path / 'report.html'}",
-            f"--junitxml={tmp_path / 'junit.xml'}",
-            timeout=TIMEOUT_S,
-        )
-        lines = log.read_text(encoding="utf-8").split() if log.exists() else []
-        return result, tmp_path / "results" / evaluation / "hostile", lines
+        if evaluation not in runs:
+            where = tmp_path_factory.mktemp(f"hostile-{evaluation}")
+            log = where / "answers.log"
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("PYTHONPATH", str(HERE))
+                mp.setenv("HOSTILE_LOG", str(log))
+                result = child_pytest(
+                    where,
+                    [
+                        *quick_run(evaluation, where, shared_cache, "hostile"),
+                        f"--model={','.join([*MODELS.values(), hostile_pages.MODEL])}",
+                        f"--html={where / 'report.html'}",
+                        "--self-contained-html",
+                        f"--junitxml={where / 'junit.xml'}",
+                    ],
+                    timeout_s=TIMEOUT_S,
+                )
+            lines = log.read_text(encoding="utf-8").split() if log.exists() else []
+            runs[evaluation] = (result, where, where / "results" / evaluation / "hostile", lines)
+        return runs[evaluation]
 
     return _run
 
@@ -90,8 +111,10 @@ def _param_id(case: ET.Element) -> str:
 
 
 @pytest.mark.parametrize("evaluation", evaluations.names())
-def test_hostile_answers_and_faults_cost_no_run(hostile_run, tmp_path, evaluation):
-    result, out, log = hostile_run(evaluation)
+def test_hostile_answers_and_faults_cost_no_run(hostile_runs, evaluation):
+    import hostile_pages
+
+    result, where, out, log = hostile_runs(evaluation)
     text = result.stdout.str() + result.stderr.str()
     assert result.ret in (0, 1), text[-3000:]
     assert "INTERNALERROR" not in text and "Traceback (most recent call last)" not in text
@@ -101,11 +124,14 @@ def test_hostile_answers_and_faults_cost_no_run(hostile_run, tmp_path, evaluatio
     assert "fault" in classes
 
     rows = [json.loads(line) for line in (out / "raw_results.jsonl").read_text().splitlines()]
-    cases = _testcases(tmp_path / "junit.xml")
+    cases = _testcases(where / "junit.xml")
     assert cases
-    for case in cases:  # every selected case has its outcome row(s)
+    for case in cases:  # every selected case of a hostile model has its outcome row(s)
         pid = _param_id(case)
-        model = next(m for m in MODELS.values() if pid.endswith(f"-{m}"))
+        model = next((m for m in MODELS.values() if pid.endswith(f"-{m}")), None)
+        if model is None:  # the payload model's (test_report_pages_run_no_data reads its cases)
+            assert "hostile_pages" in pid, pid
+            continue
         item = pid[: -len(model) - 1]  # the case, with or without the model; "-<part>" may follow
         mine = [r for r in rows if r["model"] == model
                 and any(r["case_id"] == k or r["case_id"].startswith(f"{k}-")
@@ -128,44 +154,37 @@ def test_hostile_answers_and_faults_cost_no_run(hostile_run, tmp_path, evaluatio
     by_model = {m: [r for r in rows if r["model"] == spec] for m, spec in MODELS.items()}
     assert any(r["status"] == "error" for r in by_model["faulty"])
     assert any(r["status"] != "error" for r in by_model["faulty"])  # the others have results
+    assert by_model["hostile"] and by_model["second"]
+    assert any(r["model"] == hostile_pages.MODEL for r in rows)  # the payload model ran too
 
     summary = pd.read_csv(out / "summary.csv")
     numeric = summary.select_dtypes("number")
     infinite = [c for c in numeric if any(math.isinf(v) for v in numeric[c].dropna())]
     assert not infinite, f"summary.csv: infinite {infinite}"
-    html = tmp_path / "report.html"
+    html = where / "report.html"
     assert html.exists() and html.stat().st_size < MAX_HTML_BYTES, html.stat().st_size
 
 
-# one evaluation's run, its synthetic data built in it when no earlier test of the session did
-# (pointing's: ~100 s on a busy 2-core machine)
-PAGES_TIMEOUT_S = 300
-
-
 @pytest.mark.parametrize("evaluation", evaluations.names())
-def test_report_pages_run_no_data(
-    pytester: pytest.Pytester, tmp_path: Path, shared_cache: Path, monkeypatch, evaluation
-):
+def test_report_pages_run_no_data(hostile_runs, evaluation):
     """Issue 34: the quick subset with a model whose name is a script payload, answering payloads
-    and failing every other request with one (unit/hostile_pages.py). report.html, rendered in
-    headless Chromium, shows them as text and runs none; report.md holds no raw markup."""
+    and failing one request with one (unit/hostile_pages.py), beside the hostile models (the run
+    of test_hostile_answers_and_faults_cost_no_run). report.html, rendered in headless Chromium,
+    shows them as text and runs none; report.md holds no raw markup."""
     import hostile_pages
 
     if hostile_pages.chromium() is None:
         pytest.skip("no Chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")
-    monkeypatch.setenv("PYTHONPATH", str(HERE))
-    page = tmp_path / "report.html"
-    result = pytester.runpytest_subprocess(
-        *quick_run(evaluation, tmp_path, shared_cache, "pages"),
-        f"--model={hostile_pages.MODEL}",
-        f"--html={page}",
-        "--self-contained-html",
-        timeout=PAGES_TIMEOUT_S,
-    )
+    result, where, out, _ = hostile_runs(evaluation)
     text = result.stdout.str() + result.stderr.str()
-    assert result.ret == 1, text[-3000:]  # the fault: a named case error
+    assert result.ret == 1, text[-3000:]  # the faults: named case errors
     assert "INTERNALERROR" not in text and "\x1b" not in text
+    rows = [json.loads(line) for line in (out / "raw_results.jsonl").read_text().splitlines()]
+    payload_errors = [r for r in rows if r["model"] == hostile_pages.MODEL
+                      and r["status"] == "error"]  # fmt: skip
+    assert any(hostile_pages.MARK in (r.get("error") or "") for r in payload_errors), rows[:3]
 
+    page = where / "report.html"
     shown = [hostile_pages.MODEL_PAYLOAD, hostile_pages.ANSWER_PAYLOAD]
     shown.append(hostile_pages.ERROR_PAYLOAD.replace(hostile_pages.TERMINAL_ESCAPES, ""))
     found = hostile_pages.scan(hostile_pages.rendered(page, expect=shown))
@@ -173,7 +192,7 @@ def test_report_pages_run_no_data(
     assert found.title == "report.html"
     missing = [p for p in shown if p not in found.text]
     assert not missing, f"not shown as text: {missing}"
-    report = (tmp_path / "results" / evaluation / "pages" / "report.md").read_text("utf-8")
+    report = (out / "report.md").read_text("utf-8")
     assert "<img" not in report and "<script" not in report
 
 
@@ -262,7 +281,7 @@ def test_a_postscript_image_in_the_data_runs_nothing(tmp_path, shared_cache, eva
     argv = [sys.executable, "-m", "pytest", str(REPO / "evals" / evaluation), f"--rootdir={REPO}",
             f"--cache-dir={tmp_path / 'cache'}", f"--results-dir={tmp_path / 'results'}",
             "--run-id=ps", "--bootstrap=50", "-p", "no:cacheprovider", "-p", "no:randomly",
-            "-m", "quick", "--model=oracle", *args]  # fmt: skip
+            *CHILD_PYTEST_FLAGS, "-m", "quick", "--model=oracle", *args]  # fmt: skip
     child = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, start_new_session=True)  # fmt: skip
     try:  # a new session: Ghostscript, were it started, is stopped with the run

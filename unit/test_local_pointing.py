@@ -17,13 +17,16 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 REPO = Path(__file__).resolve().parents[1]
+# one worker runs this module: its module fixtures are built once, not once a worker
+pytestmark = pytest.mark.xdist_group("local_pointing")
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
+def tiny_model(shared_cache: Path) -> Path:
+    """The tiny LLaVA, built once a run in the session's shared cache (the tests only read it)."""
     from support.testing.tiny_vlm import ensure_tiny_vlm
 
-    return ensure_tiny_vlm(tmp_path_factory.mktemp("models"))
+    return ensure_tiny_vlm(shared_cache)
 
 
 @pytest.fixture(scope="module")

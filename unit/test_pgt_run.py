@@ -47,6 +47,18 @@ def run(run_suite, sample: Path):
     return _run
 
 
+@pytest.fixture(scope="module")
+def oracle_run(module_run_suite, sample: Path, tmp_path_factory):
+    """(RunResult, results root, report.html) of one run of the oracle and chance models in every
+    phrase and mode at n=1 and n=5, shared (read-only) by the tests that read it."""
+    report = tmp_path_factory.mktemp("pgt-report") / "report.html"
+    result, root = module_run_suite(
+        "pgt", f"--pgt-dataset={sample}", "-rs", "--model=oracle,chance", "--pgt-n=1,5",
+        f"--html={report}",
+    )  # fmt: skip
+    return result, root, report
+
+
 def read(path: Path):
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -57,9 +69,8 @@ def expected_dirs(root: Path, model: str, n: int) -> list[Path]:
     return [d / f"n={n}" if n > 1 else d for d in dirs]
 
 
-def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run, tmp_path):
-    report = tmp_path / "report.html"
-    result, root = run("--model=oracle,chance", "--pgt-n=1,5", f"--html={report}")
+def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(oracle_run, tmp_path):
+    result, root, report = oracle_run
     assert result.ret == 0, result.stdout.str()[-3000:]
     summary = pd.read_csv(root / "pgt" / "r1" / "summary.csv")
     assert len(summary) == 2 * 11 * 2  # models x (baseline + 2 phrases x 5 modes) x n
@@ -121,12 +132,14 @@ def test_oracle_is_perfect_in_every_mode_and_n_and_files_follow_the_source(run, 
     assert not (root / "pgt/synthetic_sample/oracle/cot/prefill/n=1").exists()
 
 
-def test_metrics_agree_with_scikit_learn(run):
+def test_metrics_agree_with_scikit_learn(oracle_run):
+    """The chance model's metrics (cot, prompt, n=5: a vote of several responses) in the shared
+    run, against scikit-learn's on the same predictions."""
     from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_score
 
-    result, root = run("--model=chance", "--pgt-phrase=cot", "--pgt-mode=prompt", "--pgt-n=3")
+    result, root, _ = oracle_run
     assert result.ret == 0, result.stdout.str()[-3000:]
-    folder = root / "pgt/synthetic_sample/chance/cot/prompt/n=3"
+    folder = root / "pgt/synthetic_sample/chance/cot/prompt/n=5"
     m = read(folder / "performance_r1.json")["metrics"]
     entries = read(folder / "reasoning_r1.json")
     y_true = [e["ground_truth"] for e in entries]

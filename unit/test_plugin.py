@@ -1,22 +1,30 @@
 """The reporting plugin end to end, through pytester subprocess runs of the real pointing suite.
 
 Each run uses the synthetic CholecSeg8k sample (built once per test session) and its own cache and
-results folders, so runs are independent unless a test shares a cache on purpose.
+results folders, so runs are independent unless a test shares a cache on purpose. One run, the
+default models' quick subset (`serial`), is read by several tests; it builds its cache cold, and
+the other runs start with a copy of its prepared tables (see `run`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.slow  # every test here runs the suite in a subprocess
+# every test here runs the suite in a subprocess; `serial` is one run for the module's tests
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_plugin")]
 
 METRICS = ["accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate"]
+# what a pointing run prepares in its cache folder from the data alone (the presence matrix,
+# the few-shot plans, the files' hashes): the same for every run of the synthetic sample, and
+# about 4 s of CPU a cold run (the response cache, responses.sqlite, is never copied)
+PREPARED = ("data_info", "file-hashes.json")
 
 
 @pytest.fixture(scope="session")
@@ -24,11 +32,29 @@ def cholecseg8k(synthetic_cholecseg8k) -> Path:
     return synthetic_cholecseg8k
 
 
+@pytest.fixture(scope="module")
+def serial(module_run_suite, cholecseg8k: Path) -> tuple[pytest.RunResult, Path]:
+    """The default models (oracle and chance) on the quick subset, without the response cache:
+    (RunResult, its pointing run folder). The module's first run, from a cold cache folder."""
+    data = f"--cholecseg8k={cholecseg8k}"
+    result, results = module_run_suite("pointing", data, "-m", "quick", "--no-cache", run_id="s")
+    return result, results / "pointing" / "s"
+
+
 @pytest.fixture
-def run(run_suite, cholecseg8k: Path):
-    """run(*args, cache="c") -> (RunResult, results folder of the pointing run)."""
+def run(run_suite, cholecseg8k: Path, serial, tmp_path: Path):
+    """run(*args, cache="c") -> (RunResult, results folder of the pointing run). A cache folder
+    a test has not used yet starts with `serial`'s prepared tables (PREPARED), no responses."""
+    prepared = serial[1].parents[2] / "cache"  # module_run_suite's base / "cache"
 
     def _run(*args: str, cache: str = "cache", run_id: str = "r1", plugins: str | None = None):
+        if not (tmp_path / cache).exists():
+            for name in PREPARED:
+                if (prepared / name).is_dir():
+                    shutil.copytree(prepared / name, tmp_path / cache / name)
+                elif (prepared / name).is_file():
+                    (tmp_path / cache).mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(prepared / name, tmp_path / cache / name)
         extra = ["-p", plugins] if plugins else []
         data = f"--cholecseg8k={cholecseg8k}"
         result, results = run_suite("pointing", data, *args, *extra, run_id=run_id, cache=cache)
@@ -45,11 +71,14 @@ def raw(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "raw_results.jsonl").read_text().splitlines()]
 
 
-def test_oracle_reads_one_on_every_metric(run):
-    result, out = run("--model=oracle", "-m", "quick")
+def test_oracle_reads_one_on_every_metric(serial):
+    """The default models' run (oracle and chance): the oracle's rows of each table."""
+    result, out = serial
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=5 * 12 * 3)
+    result.assert_outcomes(passed=2 * 5 * 12 * 3)  # both models; chance's wrong ones pass too
     s = summary(out)
+    assert set(s["model"]) == {"oracle", "chance"}
+    s = s[s["model"] == "oracle"]
     assert set(s["condition"]) == {"zero_shot", "fewshot_standard", "fewshot_hard_negatives"}
     overall = s[s["organ"] == "ALL"]
     assert len(overall) == 3
@@ -64,20 +93,22 @@ def test_oracle_reads_one_on_every_metric(run):
         "report.md",
         "f1_by_organ.png",
     }
-    rows = raw(out)
+    rows = [r for r in raw(out) if r["model"] == "oracle"]
     assert len(rows) == 180 and all(r["status"] == "correct" for r in rows)
     assert {"prompt_hash", "raw", "prediction", "target"} <= set(rows[0])
     assert not {"latency_s", "cached", "backend_calls", "cache_hits"} & set(rows[0])  # calls.csv
-    calls = pd.read_csv(out / "calls.csv")
+    calls = pd.read_csv(out / "calls.csv").query("model == 'oracle'")
     assert len(calls) == 180 and (calls["latency_s"] >= 0).all()
     report = (out / "report.md").read_text()
     assert "## Overall" in report and "Best and worst organs" in report
 
 
-def test_chance_sits_near_chance_with_intervals(run):
-    result, out = run("--model=chance", "-m", "quick")
+def test_chance_sits_near_chance_with_intervals(serial):
+    """The default models' run (oracle and chance): chance's rows."""
+    result, out = serial
     assert result.ret == 0
-    overall = summary(out).query("organ == 'ALL'")
+    overall = summary(out).query("organ == 'ALL' and model == 'chance'")
+    assert len(overall) == 3  # one a condition
     # presence is a fair coin: accuracy near 0.5, well away from 1
     assert overall["accuracy"].between(0.35, 0.65).all(), overall["accuracy"]
     assert (overall["pointing_accuracy"] < 0.6).all()
@@ -87,11 +118,13 @@ def test_chance_sits_near_chance_with_intervals(run):
     assert "95% bootstrap intervals" in text and "[" in text
 
 
-def test_reruns_are_byte_identical_serial_xdist_and_cached(run):
-    serial, out1 = run("-m", "quick", "--no-cache", run_id="serial")
+def test_reruns_are_byte_identical_serial_xdist_and_cached(run, serial):
+    """`serial` (no cache), then the same run under xdist into a fresh cache, then once more
+    served from that cache (what xdist workers wrote, a serial run reads)."""
+    first, out1 = serial
     parallel, out2 = run("-m", "quick", "-n", "2", "-v", run_id="xdist", cache="fresh")
     cached, out3 = run("-m", "quick", run_id="cached", cache="fresh")  # all from the cache
-    assert serial.ret == parallel.ret == cached.ret == 0
+    assert first.ret == parallel.ret == cached.ret == 0
     assert "2 workers" in parallel.stdout.str()
     # each group runs on one worker: every request is sent exactly once, none twice
     assert "model calls: 360 sent, 0 served from cache" in parallel.stdout.str()
@@ -103,17 +136,9 @@ def test_reruns_are_byte_identical_serial_xdist_and_cached(run):
             (out1 / name).read_bytes() == (out2 / name).read_bytes() == (out3 / name).read_bytes()
         ), name
     # what differs between the runs is in calls.csv only
-    assert pd.read_csv(out3 / "calls.csv")["cached"].all()
+    calls = pd.read_csv(out3 / "calls.csv")
+    assert len(calls) == 360 and calls["cached"].all()
     assert not pd.read_csv(out2 / "calls.csv")["cached"].any()
-
-
-def test_repeat_run_is_served_from_cache(run):
-    first, _ = run("-m", "quick", "-k", "zero_shot", "-n", "2", run_id="a")
-    second, out = run("-m", "quick", "-k", "zero_shot", run_id="b")
-    assert first.ret == second.ret == 0
-    calls = pd.read_csv(out / "calls.csv")
-    assert len(calls) and calls["cached"].all()
-    assert "model calls: 0 sent, 120 served from cache" in second.stdout.str()
 
 
 def test_min_metric_sets_exit_status(run):
@@ -123,8 +148,9 @@ def test_min_metric_sets_exit_status(run):
     bad, _ = run("--model=chance", *quick, "--min-metric", "pointing.f1=0.99")
     assert bad.ret == 1
     assert "GATE FAILED: pointing.f1" in bad.stdout.str()
-    typo, _ = run("--model=oracle", *quick, "--min-metric", "pointing.nope=1")
-    assert typo.ret == 1 and "unknown metric" in typo.stdout.str()
+    typo, _ = run("--model=oracle", *quick, "--min-metric", "pointing.nope=1")  # fails alone
+    assert typo.ret == 1
+    assert "GATE FAILED: --min-metric pointing.nope: unknown metric" in typo.stdout.str()
 
 
 def test_a_gate_names_the_model_it_applies_to(run):
@@ -137,7 +163,7 @@ def test_a_gate_names_the_model_it_applies_to(run):
     bad, _ = run(*args, "--min-metric", "pointing.f1@chance=0.99")
     assert bad.ret == 1 and "(model=chance" in bad.stdout.str()
     assert "(model=oracle" not in bad.stdout.str()
-    nobody, _ = run(*args, "--min-metric", "pointing.f1@gpt-4o=0.5")
+    nobody, _ = run(*args, "--min-metric", "pointing.f1@gpt-4o=0.5")  # fails alone
     assert nobody.ret == 1 and "no outcomes of model gpt-4o" in nobody.stdout.str()
     wrong, _ = run(*args, "--min-metric", "pointing.f1@=0.5")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
@@ -149,9 +175,11 @@ def test_worksteal_is_a_usage_error_that_says_why(run):
     assert "--dist worksteal would split an evaluation's groups" in result.stderr.str()
 
 
-def test_fail_on_wrong(run):
-    lenient, _ = run("--model=chance", "-m", "quick", "-k", "liver")
+def test_fail_on_wrong(run, serial):
+    """Without --fail-on-wrong (`serial`), chance's wrong answers pass; with it they fail."""
+    lenient, out = serial
     assert lenient.ret == 0
+    assert "wrong" in {r["status"] for r in raw(out) if r["model"] == "chance"}
     strict, _ = run("--model=chance", "-m", "quick", "-k", "liver", "--fail-on-wrong")
     assert strict.ret == 1
     outcomes = strict.parseoutcomes()

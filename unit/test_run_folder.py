@@ -37,6 +37,10 @@ from support.run_folder import (
 from support.runs_leaderboard import Run, Skipped, build_leaderboard, read_run
 from support.settings import RunSettings
 
+# one worker runs this module: real_run (a pointing run in a subprocess) is made once, not once
+# a worker
+pytestmark = pytest.mark.xdist_group("run_folder")
+
 ESC = "\x1b"
 # OSC 0 (window title), OSC 52 (clipboard write), OSC 8 (a link), CSI 2J (clear): no "/", so
 # the text is a folder name too

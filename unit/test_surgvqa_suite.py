@@ -19,6 +19,9 @@ from surgvu_writeup import PRINTED_MEAN, PRINTED_SCORES, REFERENCES
 from support.evaluations.surgvqa.video import write_video
 from support.files import file_name
 
+# one worker runs this module: the quick run that two tests read (a module fixture) is made once
+pytestmark = pytest.mark.xdist_group("surgvqa_suite")
+
 
 @pytest.fixture
 def run(run_suite):
@@ -47,14 +50,29 @@ def pycocotools_map(folder: Path) -> float:
 # the quick subset its AP intervals are wide (mAP 0.55 in [0.34, 0.68] with 200 resamples),
 # where the oracle's [1, 1] and chance's [0, 0] cannot tell a bound from the other
 PLANTED = "planted:*=0.5"
+SILENT = "scripted:answers:silent"  # answers every request with "" (ANSWERS_SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def quick_run(module_run_suite, tmp_path_factory):
+    """(RunResult, run folder, report.html) of one quick run of the oracle, chance, PLANTED and
+    SILENT, gated on the oracle's BLEU and mAP; read (not changed) by the tests that use it."""
+    where = tmp_path_factory.mktemp("surgvqa-quick")
+    (where / "answers.py").write_text(ANSWERS_SCRIPT)
+    html = where / "report.html"
+    gates = ("--min-metric", "surgvqa.bleu@oracle=1", "--min-metric", "surgvqa.map@oracle=1")
+    models = f"--model=oracle,chance,{PLANTED},{SILENT}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", str(where))
+        result, results = module_run_suite(
+            "surgvqa", models, "-m", "quick", f"--html={html}", "--self-contained-html", *gates
+        )
+    return result, results / "surgvqa" / "r1", html
 
 
 @pytest.mark.slow
-def test_quick_run_oracle_reads_one_and_map_is_pycocotools(run, tmp_path):
-    html = tmp_path / "report.html"
-    gates = ("--min-metric", "surgvqa.bleu@oracle=1", "--min-metric", "surgvqa.map@oracle=1")
-    models = f"--model=oracle,chance,{PLANTED}"
-    result, out = run(models, "-m", "quick", f"--html={html}", "--self-contained-html", *gates)
+def test_quick_run_oracle_reads_one_and_map_is_pycocotools(quick_run):
+    result, out, html = quick_run
     assert result.ret == 0, result.stdout.str()
     s = pd.read_csv(out / "summary.csv")
     head = s[s.subset == "all"].set_index(["model", "category"])
@@ -143,12 +161,12 @@ def test_writeup_numbers_through_the_suite(run, pytester, monkeypatch, tmp_path)
 
 
 @pytest.mark.slow
-def test_empty_answers_score_zero_and_nothing_crashes(run, pytester, monkeypatch):
-    pytester.makepyfile(answers=ANSWERS_SCRIPT)
-    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
-    result, out = run("--model=scripted:answers:silent", "-m", "quick")
+def test_empty_answers_score_zero_and_nothing_crashes(quick_run):
+    """SILENT's cases in the shared quick run (beside the other models)."""
+    result, out, _ = quick_run
     assert result.ret == 0, result.stdout.str()  # wrong answers are measurements, not failures
-    s = pd.read_csv(out / "summary.csv").query("subset == 'all'").set_index("category")
+    s = pd.read_csv(out / "summary.csv").query("subset == 'all' and model == @SILENT")
+    s = s.set_index("category")
     assert s.loc["vqa", "bleu"] == 0.0 and s.loc["vqa", "n"] == 3
     assert s.loc["tools", "map"] == 0.0 and s.loc["tools", "recall50"] == 0.0
     assert pycocotools_map_of_empty(out / "by_model" / "scripted_answers_silent") == 0.0
