@@ -583,6 +583,14 @@ def post_chat(url: str) -> tuple[int, Any]:
         return exc.code, exc.headers
 
 
+def given_back(server: LoopbackServer, timeout_s: float = 30) -> None:
+    """Until the server has given back every place under its in-flight cap: it does so after
+    writing the answer (do_POST's finally), so a client can read its answer first."""
+    deadline = time.monotonic() + timeout_s
+    while server.serving and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_loopback_answers_429_past_its_in_flight_cap():
     cap = InFlightCap(2, retry_after_s=1.5)
 
@@ -604,7 +612,9 @@ def test_loopback_answers_429_past_its_in_flight_cap():
         post(server.url, third)  # a third while the two are served: refused at once
         for t in threads:
             t.join()
+        given_back(server)
         post(server.url, third)  # their places given back: answered
+        given_back(server)
         stats = server.stats_json()
     assert sorted(code for code, _ in served) == [200, 200]
     assert [code for code, _ in third] == [429, 200]
