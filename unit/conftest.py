@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from support.testing.suite_runs import link_shared_data
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 # an empty Hugging Face cache of the suite's own (children inherit it): what a model found there
@@ -67,11 +69,7 @@ def suite_argv(
     """The arguments of `pytest evals/<evaluation>` as run_suite runs it: the cache folder `cache`
     and results folder `results` under `base`, the cache's `synthetic/` linked to the session's
     shared one, a fixed run id and 200 bootstrap resamples."""
-    link = base / cache / "synthetic"
-    if not link.exists():
-        (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    link_shared_data(base / cache, shared_cache)
     return [
         str(REPO / "evals" / evaluation),
         f"--rootdir={REPO}",

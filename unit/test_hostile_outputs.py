@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from support.tables import usage_table
+from support.testing.suite_runs import link_shared_data
 from support.types import Outcome, Usage
 
 openai = pytest.importorskip("openai")
@@ -163,11 +164,7 @@ def reply(request):
 def suite_argv(tmp_path: Path, shared_cache: Path, *args: str) -> list[str]:
     """`pytest evals/pgt` on the synthetic sample with a scripted model, no response cache."""
     (tmp_path / "answers.py").write_text(ANSWERS)
-    link = tmp_path / "cache" / "synthetic"
-    if not link.exists():
-        (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    link_shared_data(tmp_path / "cache", shared_cache)
     return [
         str(REPO / "evals" / "pgt"), f"--rootdir={REPO}", f"--cache-dir={tmp_path / 'cache'}",
         f"--results-dir={tmp_path / 'results'}", "--run-id=r1", "--bootstrap=50", "--no-cache",

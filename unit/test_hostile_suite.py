@@ -22,6 +22,7 @@ import pytest
 
 from conftest import CHILD_PYTEST_FLAGS, child_pytest
 from support import evaluations
+from support.testing.suite_runs import cache_with_shared_data, link_shared_data
 
 # every test here runs the suite in a subprocess; the runs that several tests read are module
 # fixtures, so the module's tests share one worker
@@ -43,10 +44,7 @@ MAX_HTML_BYTES = 50 * 2**20  # generous: answer text in the HTML is being capped
 def quick_run(evaluation: str, tmp_path: Path, shared_cache: Path, run_id: str) -> list[str]:
     """The arguments of `evaluation`'s quick subset (two samples) with its cache and results in
     `tmp_path`, the session's synthetic datasets shared through a link."""
-    link = tmp_path / "cache" / "synthetic"
-    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    link_shared_data(tmp_path / "cache", shared_cache)
     return [
         str(REPO / "evals" / evaluation),
         f"--rootdir={REPO}",
@@ -275,9 +273,7 @@ def test_a_postscript_image_in_the_data_runs_nothing(tmp_path, shared_cache, eva
     if planted is None:
         pytest.skip(f"{evaluation} reads no image file from its data")
     args, files = planted
-    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "synthetic").symlink_to(shared_cache / "synthetic")
+    cache_with_shared_data(tmp_path, shared_cache)
     argv = [sys.executable, "-m", "pytest", str(REPO / "evals" / evaluation), f"--rootdir={REPO}",
             f"--cache-dir={tmp_path / 'cache'}", f"--results-dir={tmp_path / 'results'}",
             "--run-id=ps", "--bootstrap=50", "-p", "no:cacheprovider", "-p", "no:randomly",

@@ -32,6 +32,7 @@ from support.backends.reference import ChanceBackend, OracleBackend
 from support.evaluation import SummaryContext
 from support.files import write_jsonl
 from support.settings import RunSettings
+from support.testing.suite_runs import cache_with_shared_data
 from support.types import OPTIONAL_FIELDS, OUTCOME_FIELDS, Outcome, Request, Response
 from unit.test_summary_matrix import run_cases  # the same in-process runner
 
@@ -97,9 +98,7 @@ def base(
     """A cache folder whose synthetic/ is the session's shared one (built once per run; the
     largest, pointing's CholecSeg8k, by the session's fixture)."""
     root = tmp_path_factory.mktemp("registry")
-    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-    (root / "cache").mkdir()
-    (root / "cache" / "synthetic").symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    cache_with_shared_data(root, shared_cache)
     return root
 
 

@@ -29,6 +29,7 @@ from support.engine import ModelClient
 from support.evaluation import Evaluation, SummaryContext
 from support.runner import CaseResult, run_case
 from support.settings import RunSettings
+from support.testing.suite_runs import cache_with_shared_data
 from support.types import Case, Outcome, Request, Response
 
 # one worker runs this module: its costly module fixtures are built once, not once a worker
@@ -121,9 +122,7 @@ def run_cases(ev: Evaluation, cases: list[Case], backend: Backend) -> list[Outco
 def base(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Path:
     """A cache folder whose synthetic/ is the session's shared one (built once per run)."""
     root = tmp_path_factory.mktemp("matrix")
-    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-    (root / "cache").mkdir()
-    (root / "cache" / "synthetic").symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    cache_with_shared_data(root, shared_cache)
     return root
 
 

@@ -61,13 +61,22 @@ def raw_rows(results: Path, run_id: str) -> dict[str, list[dict]]:
     return rows
 
 
+def link_shared_data(cache: Path, shared_cache: Path) -> Path:
+    """`cache` (made where missing) with its `synthetic/` a link to `shared_cache`'s, where the
+    session's synthetic datasets are built once; a link already there is kept."""
+    link = cache / "synthetic"
+    if not link.exists():
+        (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
+        cache.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    return cache
+
+
 def cache_with_shared_data(tmp: Path, shared_cache: Path) -> Path:
     """A fresh response cache under `tmp` whose synthetic data is `shared_cache`'s (built once)."""
     cache = tmp / "cache"
     cache.mkdir()
-    (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-    (cache / "synthetic").symlink_to(shared_cache / "synthetic", target_is_directory=True)
-    return cache
+    return link_shared_data(cache, shared_cache)
 
 
 def error_outcomes(rows: dict[str, list[dict]]) -> dict[str, list[dict]]:
