@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from support.testing.suite_runs import link_shared_data
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -28,9 +30,13 @@ def run_evaluation(
     *,
     env: dict[str, str],
     cache: str = "cache",
+    shared_cache: Path | None = None,
     timeout_s: float = 240,
 ) -> subprocess.CompletedProcess[str]:
-    """Its quick subset with `model`; results in tmp/results/<evaluation>/<run_id>."""
+    """Its quick subset with `model`; results in tmp/results/<evaluation>/<run_id>. With
+    `shared_cache`, the cache folder's data and derived parts are the session's (SHARED_PARTS)."""
+    if shared_cache is not None:
+        link_shared_data(tmp / cache, shared_cache)
     args = [
         str(REPO / "evals" / evaluation),
         f"--rootdir={REPO}",

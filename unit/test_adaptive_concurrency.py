@@ -648,7 +648,9 @@ def test_loopback_command_line_in_flight_cap():
 
 
 @pytest.mark.slow
-def test_pointing_through_openai_against_a_rate_limited_server(synthetic_cholecseg8k, tmp_path):
+def test_pointing_through_openai_against_a_rate_limited_server(
+    synthetic_cholecseg8k, shared_cache, tmp_path
+):
     """60 requests, 8 at first, against 40 requests/s: 429s come back through the SDK's own
     retries, the limit is cut, and every case is scored."""
     pytest.importorskip("openai")
@@ -665,7 +667,9 @@ def test_pointing_through_openai_against_a_rate_limited_server(synthetic_cholecs
             "-v",
         ]
         env = api_env({"OPENAI_API_KEY": KEY})
-        proc = run_evaluation("pointing", "openai:loop", tmp_path, "r", options, env=env)
+        proc = run_evaluation(
+            "pointing", "openai:loop", tmp_path, "r", options, env=env, shared_cache=shared_cache
+        )
         seen = server.stats_json()
     assert proc.returncode == 0, proc.stdout[-3000:]
     rows = (tmp_path / "results" / "pointing" / "r" / "raw_results.jsonl").read_text()

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from support.testing.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
+from support.testing.suite_runs import SHARED_PARTS, link_shared_data
 
 # every test here runs the suite in a subprocess; one worker runs this module, so its costly
 # module fixtures are built once, not once a worker
@@ -78,6 +79,13 @@ def cholecseg8k(synthetic_cholecseg8k) -> Path:
     return synthetic_cholecseg8k
 
 
+@pytest.fixture(autouse=True)
+def shared_parts(tmp_path: Path, shared_cache: Path) -> None:
+    """Each test's cache (tmp_path/cache) starts with the session's prepared tables and canvases
+    (SHARED_PARTS): they hold no answer, so no test here reads them."""
+    link_shared_data(tmp_path / "cache", shared_cache)
+
+
 def argv(model: str, cholecseg8k: Path, tmp: Path, *extra: str) -> list[str]:
     return [
         POINTING,
@@ -109,9 +117,10 @@ def rows(tmp: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def expected(cholecseg8k, tmp_path_factory) -> pd.DataFrame:
+def expected(cholecseg8k, tmp_path_factory, shared_cache) -> pd.DataFrame:
     """The metrics the script implies: the same script, in-process, no SDK."""
     tmp = tmp_path_factory.mktemp("expected")
+    link_shared_data(tmp / "cache", shared_cache)
     (tmp / "scriptedplugin.py").write_text(SCRIPTED_PLUGIN)
     env = {**os.environ, "PYTHONPATH": str(tmp)}
     cmd = [sys.executable, "-m", "pytest", *argv("answers:x", cholecseg8k, tmp), "-p"]
@@ -143,10 +152,11 @@ def sdk_run(provider: str, model: str, cholecseg8k: Path, tmp: Path):
 
 
 @pytest.fixture(scope="module")
-def openai_run(cholecseg8k, tmp_path_factory):
+def openai_run(cholecseg8k, tmp_path_factory, shared_cache):
     """`openai:loop` through the SDK once, read by the metrics test and the SDK-upgrade test
     (which reruns it from a copy of its cache): (folder, run, server stats, server port)."""
     tmp = tmp_path_factory.mktemp("openai_run")
+    link_shared_data(tmp / "cache", shared_cache)
     return (tmp, *sdk_run("openai", "loop", cholecseg8k, tmp))
 
 
@@ -247,7 +257,10 @@ def test_an_sdk_upgrade_resends_nothing(cholecseg8k, openai_run, tmp_path):
     first_tmp, first, stats, port = openai_run
     assert first.returncode == 0, first.stdout[-2000:]
     assert stats.answered == 60
-    shutil.copytree(first_tmp / "cache", tmp_path / "cache")  # the shared run's stays as it was
+    # a copy of the shared run's cache, which stays as it was (this test's cache already links
+    # the shared parts)
+    shared = shutil.ignore_patterns(*SHARED_PARTS)
+    shutil.copytree(first_tmp / "cache", tmp_path / "cache", ignore=shared, dirs_exist_ok=True)
     (tmp_path / "sdkupgrade.py").write_text(SDK_UPGRADE_PLUGIN)
     with LoopbackServer(script, api_key=KEY, lifetime_s=240, port=port) as again:
         args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={again.url}")
@@ -278,8 +291,9 @@ def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):
         proc = run_pytest(args, "openai", timeout=240)
     assert proc.returncode == 1  # some cases failed for good: their errors went everywhere
     scanned = 0
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
+    # every file under tmp_path, the cache's links to the shared parts followed
+    for folder, _, names in os.walk(tmp_path, followlinks=True):
+        for path in (Path(folder) / name for name in names):
             assert KEY.encode() not in path.read_bytes(), path
             assert URL_PASSWORD.encode() not in path.read_bytes(), path
             scanned += 1

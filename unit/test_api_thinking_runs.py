@@ -25,6 +25,7 @@ import pytest
 
 from support.backends.api_models import API_MODELS
 from support.testing.loopback import LoopbackServer, ScriptAnswer, ScriptRequest
+from support.testing.suite_runs import link_shared_data
 
 # the suite in a subprocess; one worker runs this module, so its costly module fixtures
 # are built once, not once a worker
@@ -116,8 +117,10 @@ def by_setting(request: ScriptRequest) -> ScriptAnswer:
     return SETTINGS[str(settings.get("effort"))](request)
 
 
-def run(script, models: list[str], tmp: Path, *extra: str, evals: str = "evals"):
-    """`pytest evals -m quick` with `models` against a loopback with the rules on."""
+def run(script, models: list[str], tmp: Path, shared: Path, *extra: str, evals: str = "evals"):
+    """`pytest evals -m quick` with `models` against a loopback with the rules on; the cache's
+    data and derived parts are the session's (`shared`, SHARED_PARTS)."""
+    link_shared_data(tmp / "cache", shared)
     with LoopbackServer(script, api_key=KEY, lifetime_s=900) as server:
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env |= {
@@ -158,9 +161,11 @@ def rows(tmp: Path, evaluation: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_every_registered_api_model_runs_every_quick_subset_without_an_error(tmp_path):
+def test_every_registered_api_model_runs_every_quick_subset_without_an_error(
+    tmp_path, shared_cache
+):
     models = [m.model_id for m in API_MODELS]
-    proc, stats = run(as_text, models, tmp_path, "--bootstrap=0", "-k", QUICKER)
+    proc, stats = run(as_text, models, tmp_path, shared_cache, "--bootstrap=0", "-k", QUICKER)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert stats.refused == 0, stats.refusals
     for evaluation in EVALUATIONS:
@@ -183,7 +188,7 @@ def test_every_registered_api_model_runs_every_quick_subset_without_an_error(tmp
 
 
 @pytest.fixture(scope="module")
-def settings_run(tmp_path_factory) -> Path:
+def settings_run(tmp_path_factory, shared_cache) -> Path:
     """The quick subsets with three settings of each vendor's reasoning model (VARIANTS)."""
     tmp = tmp_path_factory.mktemp("settings")
     models = [m.split("+")[0] for m in VARIANTS["text"]]
@@ -191,6 +196,7 @@ def settings_run(tmp_path_factory) -> Path:
         by_setting,
         models,
         tmp,
+        shared_cache,
         "--reasoning-effort=low,medium,high",
         "--thinking-budget=1024,2048,4096",
         "--bootstrap=200",
@@ -251,10 +257,10 @@ def long_final_answer(request: ScriptRequest) -> str:
     return "The image is real."
 
 
-def test_a_cut_answer_is_reported_with_its_finish_reason(tmp_path):
+def test_a_cut_answer_is_reported_with_its_finish_reason(tmp_path, shared_cache):
     # a 128-token budget: stage 2's limit is 16 + 128 tokens, the loopback thinks 64 of them
     proc, stats = run(long_final_answer, ["gemini-2.5-flash+budget-128"], tmp_path,
-                      "--bootstrap=0", evals="evals/pgt")  # fmt: skip
+                      shared_cache, "--bootstrap=0", evals="evals/pgt")  # fmt: skip
     assert proc.returncode in (0, 1), proc.stdout[-3000:]
     assert stats.refused == 0, stats.refusals
     found = rows(tmp_path, "pgt")

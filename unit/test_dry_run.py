@@ -35,17 +35,21 @@ def script(request: ScriptRequest) -> str:
     return '{"name": "Liver", "present": 0, "point_canvas": null}'
 
 
-def run(provider: str, url: str, data: Path, tmp: Path, run_id: str, *extra: str):
+def run(provider: str, url: str, data: Path, tmp: Path, run_id: str, *extra: str, shared: Path):
     """pointing's quick subset, zero-shot, through `provider`'s SDK."""
-    return run_eval(
-        "pointing", provider, url, tmp, run_id, f"--cholecseg8k={data}", "-k", "zero_shot", *extra
-    )
+    args = (f"--cholecseg8k={data}", "-k", "zero_shot", *extra)
+    return run_eval("pointing", provider, url, tmp, run_id, *args, shared=shared)
 
 
-def run_eval(evaluation: str, provider: str, url: str, tmp: Path, run_id: str, *extra: str):
+def run_eval(
+    evaluation: str, provider: str, url: str, tmp: Path, run_id: str, *extra: str, shared: Path
+):
+    """`evaluation`'s quick subset through `provider`'s SDK; the cache's data and derived parts
+    are the session's (`shared`, SHARED_PARTS)."""
     env = api_env({PROVIDERS[provider]: KEY})
     model = f"{provider}:loop-model"
-    return run_evaluation(evaluation, model, tmp, run_id, [f"--api-base={url}", *extra], env=env)
+    options = [f"--api-base={url}", *extra]
+    return run_evaluation(evaluation, model, tmp, run_id, options, env=env, shared_cache=shared)
 
 
 def stored_responses(tmp: Path) -> int:
@@ -59,10 +63,18 @@ def stored_responses(tmp: Path) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("provider", list(PROVIDERS))
 def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
-    provider, synthetic_cholecseg8k, tmp_path
+    provider, synthetic_cholecseg8k, shared_cache, tmp_path
 ):
     with LoopbackServer(script, api_key=KEY, lifetime_s=240) as server:
-        dry = run(provider, server.url, synthetic_cholecseg8k, tmp_path, "dry", "--dry-run")
+        dry = run(
+            provider,
+            server.url,
+            synthetic_cholecseg8k,
+            tmp_path,
+            "dry",
+            "--dry-run",
+            shared=shared_cache,
+        )
         assert dry.returncode == 0, dry.stdout[-3000:]
         assert server.stats.attempts == 0  # nothing reached the server
         assert stored_responses(tmp_path) == 0  # nothing cached
@@ -71,13 +83,23 @@ def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
         estimate = pd.read_csv(folder / "dry_run.csv").iloc[0]
         assert "dry run: requests to send" in dry.stdout and KEY not in dry.stdout
 
-        real = run(provider, server.url, synthetic_cholecseg8k, tmp_path, "real")
+        real = run(
+            provider, server.url, synthetic_cholecseg8k, tmp_path, "real", shared=shared_cache
+        )
         assert real.returncode == 0, real.stdout[-3000:]
         sent = server.stats.attempts
         assert estimate["requests_to_send"] == sent == server.stats.answered > 0
         assert estimate["cached"] == 0
 
-        again = run(provider, server.url, synthetic_cholecseg8k, tmp_path, "again", "--dry-run")
+        again = run(
+            provider,
+            server.url,
+            synthetic_cholecseg8k,
+            tmp_path,
+            "again",
+            "--dry-run",
+            shared=shared_cache,
+        )
         assert again.returncode == 0, again.stdout[-3000:]
         assert server.stats.attempts == sent
     rerun = pd.read_csv(tmp_path / "results" / "pointing" / "again" / "dry_run.csv").iloc[0]
@@ -96,7 +118,7 @@ def test_dry_run_sends_nothing_and_counts_what_the_run_sends(
 
 
 @pytest.mark.slow
-def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
+def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path, shared_cache):
     """pgt's stage 2 always follows stage 1, n requests for n samples: the count is exact."""
     from support.evaluations.pgt.synthetic import build_pgt_sample
 
@@ -108,10 +130,12 @@ def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
     with LoopbackServer(
         lambda r: f"The answer is A ({next(answers)})", api_key=KEY, lifetime_s=240
     ) as server:
-        dry = run_eval("pgt", "openai", server.url, tmp_path, "dry", *args, "--dry-run")
+        dry = run_eval(
+            "pgt", "openai", server.url, tmp_path, "dry", *args, "--dry-run", shared=shared_cache
+        )
         assert dry.returncode == 0, dry.stdout[-3000:]
         assert server.stats.attempts == 0
-        real = run_eval("pgt", "openai", server.url, tmp_path, "real", *args)
+        real = run_eval("pgt", "openai", server.url, tmp_path, "real", *args, shared=shared_cache)
         assert real.returncode == 0, real.stdout[-3000:]
     estimate = pd.read_csv(tmp_path / "results" / "pgt" / "dry" / "dry_run.csv").iloc[0]
     # 6 quick cases at n=1 (2 requests each) and 6 at n=3 (1 + 3 each)
@@ -119,15 +143,17 @@ def test_pgt_stage_two_is_counted_from_placeholder_answers(tmp_path):
 
 
 @pytest.mark.slow
-def test_dynamic_rounds_are_counted_from_placeholder_answers(tmp_path):
+def test_dynamic_rounds_are_counted_from_placeholder_answers(tmp_path, shared_cache):
     """dynamic's later rounds follow from the answers; its quick search asks K tasks a round
     whatever they are. Its real run sends some requests again before the cache holds them (40
     sent, 30 distinct bodies): the dry run counts each repeat too."""
     with LoopbackServer(lambda r: '{"point": [10, 10]}', api_key=KEY, lifetime_s=240) as server:
-        dry = run_eval("dynamic", "openai", server.url, tmp_path, "dry", "--dry-run")
+        dry = run_eval(
+            "dynamic", "openai", server.url, tmp_path, "dry", "--dry-run", shared=shared_cache
+        )
         assert dry.returncode == 0, dry.stdout[-3000:]
         assert server.stats.attempts == 0
-        real = run_eval("dynamic", "openai", server.url, tmp_path, "real")
+        real = run_eval("dynamic", "openai", server.url, tmp_path, "real", shared=shared_cache)
         assert real.returncode == 0, real.stdout[-3000:]
     estimate = pd.read_csv(tmp_path / "results" / "dynamic" / "dry" / "dry_run.csv").iloc[0]
     assert estimate["requests_to_send"] == server.stats.attempts > 0
@@ -165,11 +191,19 @@ def test_batch_price_is_half_the_list_price():
 
 
 @pytest.mark.slow
-def test_a_dry_run_needs_no_key(tmp_path):
+def test_a_dry_run_needs_no_key(tmp_path, shared_cache):
     """The estimate comes before the key: nothing is sent, so a missing key is no usage error
     (the same command without --dry-run is one, exit 4, naming the variable)."""
     models = "gpt-4o,claude-sonnet-4-20250514,gemini-2.0-flash"
-    dry = run_evaluation("nyu_distance", models, tmp_path, "dry", ["--dry-run"], env=api_env())
+    dry = run_evaluation(
+        "nyu_distance",
+        models,
+        tmp_path,
+        "dry",
+        ["--dry-run"],
+        env=api_env(),
+        shared_cache=shared_cache,
+    )
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-2000:]
     table = pd.read_csv(tmp_path / "results" / "nyu_distance" / "dry" / "dry_run.csv")
     assert set(table["model"]) == {"gpt-4o", "claude-sonnet-4-20250514", "gemini-2.0-flash"}

@@ -25,6 +25,8 @@ import xmlschema
 from _pytest.junitxml import families
 from rounds_runs import plant_rounds, rounds_args
 
+from support.testing.suite_runs import link_shared_data
+
 # every test here runs the suite in a subprocess; one worker runs this module, so its costly
 # module fixtures are built once, not once a worker
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("junit")]
@@ -84,10 +86,7 @@ def run_pointing(folder: Path, shared_cache: Path, cholecseg8k: Path, *args: str
     probe rows."""
     folder.mkdir()
     (folder / "junitprobe.py").write_text(PROBE_PLUGIN)
-    (folder / "cache").mkdir()
-    (folder / "cache" / "synthetic").symlink_to(
-        shared_cache / "synthetic", target_is_directory=True
-    )
+    link_shared_data(folder / "cache", shared_cache)
     env = {**os.environ, "PYTHONPATH": str(folder), "PROBE_FILE": str(folder / "probe.json")}
     env.pop("PYTEST_XDIST_WORKER", None)
     argv = [

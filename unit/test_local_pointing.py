@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from support.testing.suite_runs import link_shared_data
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
@@ -35,8 +37,9 @@ def cholecseg8k(synthetic_cholecseg8k) -> Path:
 
 
 @pytest.mark.slow
-def test_pointing_quick_runs_on_the_tiny_model(tiny_model, cholecseg8k, tmp_path):
+def test_pointing_quick_runs_on_the_tiny_model(tiny_model, cholecseg8k, shared_cache, tmp_path):
     """Nonsense answers become `unparsable` outcomes, never crashes; prompts are recorded."""
+    link_shared_data(tmp_path / "cache", shared_cache)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     args = [
         str(REPO / "evals" / "pointing"),

@@ -103,8 +103,9 @@ def answer(request: ScriptRequest) -> str:
     return '{"name": "Liver", "present": 0, "point_canvas": null}'
 
 
-def run(url: str, data: Path, tmp: Path, run_id: str, cache: str, *extra: str):
-    """pointing's quick subset, zero-shot, through the OpenAI SDK, with a junit file."""
+def run(url: str, data: Path, tmp: Path, run_id: str, cache: str, *extra: str, shared: Path):
+    """pointing's quick subset, zero-shot, through the OpenAI SDK, with a junit file; the cache's
+    data and derived parts are the session's (`shared`, SHARED_PARTS)."""
     options = [
         f"--api-base={url}",
         f"--cholecseg8k={data}",
@@ -115,7 +116,9 @@ def run(url: str, data: Path, tmp: Path, run_id: str, cache: str, *extra: str):
         *extra,
     ]
     env = api_env({"OPENAI_API_KEY": KEY})
-    return run_evaluation("pointing", MODEL, tmp, run_id, options, env=env, cache=cache)
+    return run_evaluation(
+        "pointing", MODEL, tmp, run_id, options, env=env, cache=cache, shared_cache=shared
+    )
 
 
 def recorded_cost(tmp: Path, run_id: str) -> tuple[float, int]:
@@ -142,18 +145,20 @@ def junit(tmp: Path, run_id: str) -> tuple[int, list[str]]:
 
 @pytest.mark.slow
 def test_a_run_capped_at_half_its_cost_stops_within_it_and_the_rerun_completes_it(
-    synthetic_cholecseg8k, tmp_path
+    synthetic_cholecseg8k, shared_cache, tmp_path
 ):
     data = synthetic_cholecseg8k
     with LoopbackServer(answer, api_key=KEY, lifetime_s=240) as server:
-        full = run(server.url, data, tmp_path, "full", "cache-full")
+        full = run(server.url, data, tmp_path, "full", "cache-full", shared=shared_cache)
         assert full.returncode == 0, full.stdout[-3000:]
         requests = server.stats.attempts
         total_usd, cases = recorded_cost(tmp_path, "full")
         assert requests == cases > 0 and total_usd > 0
 
         cap = round(total_usd / 2, 6)
-        capped = run(server.url, data, tmp_path, "capped", "cache", f"--max-cost={cap}")
+        capped = run(
+            server.url, data, tmp_path, "capped", "cache", f"--max-cost={cap}", shared=shared_cache
+        )
         assert capped.returncode == 0, capped.stdout[-3000:]
         sent_capped = server.stats.attempts - requests
         spent, scored = recorded_cost(tmp_path, "capped")
@@ -162,7 +167,7 @@ def test_a_run_capped_at_half_its_cost_stops_within_it_and_the_rerun_completes_i
         assert skips and all(f"--max-cost {cap:g} USD reached" in s for s in skips)
         assert passed == scored == sent_capped and scored + len(skips) == cases  # nothing lost
 
-        rerun = run(server.url, data, tmp_path, "rerun", "cache")
+        rerun = run(server.url, data, tmp_path, "rerun", "cache", shared=shared_cache)
         assert rerun.returncode == 0, rerun.stdout[-3000:]
         sent_rerun = server.stats.attempts - requests - sent_capped
     assert sent_rerun == len(skips)  # only the skipped cases' requests (the rest are cached)

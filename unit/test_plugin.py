@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -21,10 +20,6 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_plugin")]
 
 METRICS = ["accuracy", "precision", "recall", "f1", "pointing_accuracy", "point_hit_rate"]
-# what a pointing run prepares in its cache folder from the data alone (the presence matrix,
-# the few-shot plans, the files' hashes): the same for every run of the synthetic sample, and
-# about 4 s of CPU a cold run (the response cache, responses.sqlite, is never copied)
-PREPARED = ("data_info", "file-hashes.json")
 
 
 @pytest.fixture(scope="session")
@@ -42,19 +37,12 @@ def serial(module_run_suite, cholecseg8k: Path) -> tuple[pytest.RunResult, Path]
 
 
 @pytest.fixture
-def run(run_suite, cholecseg8k: Path, serial, tmp_path: Path):
-    """run(*args, cache="c") -> (RunResult, results folder of the pointing run). A cache folder
-    a test has not used yet starts with `serial`'s prepared tables (PREPARED), no responses."""
-    prepared = serial[1].parents[2] / "cache"  # module_run_suite's base / "cache"
+def run(run_suite, cholecseg8k: Path):
+    """run(*args, cache="c") -> (RunResult, results folder of the pointing run). A cache folder a
+    test has not used yet holds no responses; its prepared tables and canvases are the session's
+    (support.testing.suite_runs.SHARED_PARTS)."""
 
     def _run(*args: str, cache: str = "cache", run_id: str = "r1", plugins: str | None = None):
-        if not (tmp_path / cache).exists():
-            for name in PREPARED:
-                if (prepared / name).is_dir():
-                    shutil.copytree(prepared / name, tmp_path / cache / name)
-                elif (prepared / name).is_file():
-                    (tmp_path / cache).mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(prepared / name, tmp_path / cache / name)
         extra = ["-p", plugins] if plugins else []
         data = f"--cholecseg8k={cholecseg8k}"
         result, results = run_suite("pointing", data, *args, *extra, run_id=run_id, cache=cache)

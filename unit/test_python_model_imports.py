@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from support.backends import python_model
+from support.testing.suite_runs import link_shared_data
 
 REPO = Path(__file__).resolve().parents[1]
 # a pointing answer the parser reads (a JSON verdict), so the model's cases are scored
@@ -98,7 +99,7 @@ def shown(result: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.mark.slow
 def test_planted_optional_modules_are_never_imported_from_the_working_folder(
-    tmp_path: Path, synthetic_cholecseg8k: Path
+    tmp_path: Path, synthetic_cholecseg8k: Path, shared_cache: Path
 ):
     """The issue's repro: a dry run with gpt-4o beside a `python:` model, in a folder holding a
     planted bpe_openai.py, where bpe_openai is not installed; then the model's cases for real,
@@ -112,6 +113,7 @@ def test_planted_optional_modules_are_never_imported_from_the_working_folder(
     write(work / "m.py", MODEL.format(helper="m_helper", leaked=LEAKED))
     write(tmp_path / "plugins" / "without_extras.py", WITHOUT_EXTRAS.format(hidden=planted))
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "plugins")}
+    link_shared_data(tmp_path / "cache", shared_cache)
     common = [
         "-p", "without_extras", "-m", "quick", f"--cholecseg8k={synthetic_cholecseg8k}",
         f"--cache-dir={tmp_path / 'cache'}", f"--results-dir={tmp_path / 'results'}",

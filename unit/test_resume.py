@@ -21,6 +21,7 @@ from reports.result import Completion
 from reports.resume import earlier_runs, rerun_command
 from support.settings import RunSettings
 from support.testing.loopback import Faults, LoopbackServer, ScriptRequest
+from support.testing.suite_runs import link_shared_data
 from support.types import Outcome
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,8 +38,10 @@ def script(request: ScriptRequest) -> str:
     return json.dumps({"name": name, "present": 0, "point_canvas": None})
 
 
-def argv(tmp: Path, cholecseg8k: Path, url: str, *extra: str) -> list[str]:
-    """The pointing quick subset (zero-shot) with two models, pytest's cache in tmp."""
+def argv(tmp: Path, cholecseg8k: Path, url: str, *extra: str, shared: Path) -> list[str]:
+    """The pointing quick subset (zero-shot) with two models, pytest's cache in tmp (the data
+    and derived parts of the response cache the session's, in `shared`: SHARED_PARTS)."""
+    link_shared_data(tmp / "cache", shared)
     return [
         str(REPO / "evals" / "pointing"),
         f"--rootdir={REPO}",
@@ -83,12 +86,19 @@ def hint(stdout: str) -> list[str]:
 
 @pytest.mark.slow
 def test_the_rerun_hint_completes_the_tables_of_a_run_without_faults(
-    synthetic_cholecseg8k, tmp_path
+    synthetic_cholecseg8k, shared_cache, tmp_path
 ) -> None:
     faulty, clean = tmp_path / "faulty", tmp_path / "clean"
     faults = Faults(rate=0.3, attempts=1, seed=2, kinds=("500",), retry_after_s=0.01)
     with LoopbackServer(script, api_key=KEY, faults=faults, lifetime_s=280) as server:
-        args = argv(faulty, synthetic_cholecseg8k, server.url, "--run-id=r", "--api-retries=0")
+        args = argv(
+            faulty,
+            synthetic_cholecseg8k,
+            server.url,
+            "--run-id=r",
+            "--api-retries=0",
+            shared=shared_cache,
+        )
         first = pytest_run(args)
         assert first.returncode == 1, first.stdout[-3000:]
         errors = sum(
@@ -103,7 +113,9 @@ def test_the_rerun_hint_completes_the_tables_of_a_run_without_faults(
     assert f"{errors} passed" in second.stdout  # only what had failed ran again
     assert "and complete the tables" not in second.stdout and "partial" not in second.stdout
     with LoopbackServer(script, api_key=KEY, lifetime_s=280) as server:
-        fault_free = pytest_run(argv(clean, synthetic_cholecseg8k, server.url, "--run-id=r"))
+        fault_free = pytest_run(
+            argv(clean, synthetic_cholecseg8k, server.url, "--run-id=r", shared=shared_cache)
+        )
     assert fault_free.returncode == 0, fault_free.stdout[-3000:]
     for name in TABLES:
         got = (faulty / "results/pointing/r" / name).read_bytes()
@@ -116,14 +128,21 @@ def test_the_rerun_hint_completes_the_tables_of_a_run_without_faults(
 
 @pytest.mark.slow
 def test_a_subset_says_it_is_partial_and_how_to_complete_it(
-    synthetic_cholecseg8k, tmp_path
+    synthetic_cholecseg8k, shared_cache, tmp_path
 ) -> None:
     """-x stops at the first error: report.md, the manifest and the terminal say the tables
     are partial, and the printed command (no --lf: cases never run are not among the failed)
     completes them."""
     faults = Faults(rate=0.3, attempts=1, seed=2, kinds=("500",), retry_after_s=0.01)
     with LoopbackServer(script, api_key=KEY, faults=faults, lifetime_s=280) as server:
-        args = argv(tmp_path, synthetic_cholecseg8k, server.url, "--run-id=x", "--api-retries=0")
+        args = argv(
+            tmp_path,
+            synthetic_cholecseg8k,
+            server.url,
+            "--run-id=x",
+            "--api-retries=0",
+            shared=shared_cache,
+        )
         first = pytest_run([*args, "-x"])
         folder = tmp_path / "results/pointing/x"
         report = (folder / "report.md").read_text()
@@ -144,10 +163,10 @@ def test_a_subset_says_it_is_partial_and_how_to_complete_it(
 
 @pytest.mark.slow
 def test_resume_is_a_usage_error_for_a_missing_run_or_other_rules(
-    synthetic_cholecseg8k, tmp_path
+    synthetic_cholecseg8k, shared_cache, tmp_path
 ) -> None:
     with LoopbackServer(script, api_key=KEY, lifetime_s=280) as server:
-        args = argv(tmp_path, synthetic_cholecseg8k, server.url)
+        args = argv(tmp_path, synthetic_cholecseg8k, server.url, shared=shared_cache)
         missing = pytest_run([*args, "--resume", "nope"])
         assert missing.returncode == 4, missing.stdout + missing.stderr
         assert "--resume nope: no earlier run to complete" in missing.stderr

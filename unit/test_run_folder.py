@@ -36,6 +36,7 @@ from support.run_folder import (
 )
 from support.runs_leaderboard import Run, Skipped, build_leaderboard, read_run
 from support.settings import RunSettings
+from support.testing.suite_runs import link_shared_data
 
 # one worker runs this module: real_run (a pointing run in a subprocess) is made once, not once
 # a worker
@@ -47,9 +48,11 @@ ESC = "\x1b"
 ESCAPES = "\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x1b]8;;x\x1b\\\x1b[2J"
 
 
-def pointing_argv(base: Path, data: Path, *args: str) -> list[str]:
+def pointing_argv(base: Path, data: Path, *args: str, shared: Path) -> list[str]:
     """`pytest evals/pointing` on the quick liver cases, oracle and chance, results under
-    base/results (run r1 unless `args` say), its cache under base/cache."""
+    base/results (run r1 unless `args` say), its cache under base/cache (the data and derived
+    parts the session's, in `shared`: SHARED_PARTS)."""
+    link_shared_data(base / "cache", shared)
     return [
         sys.executable, "-m", "pytest", str(REPO / "evals" / "pointing"), f"--rootdir={REPO}",
         f"--cholecseg8k={data}", "-m", "quick", "-k", "liver", "--model=oracle,chance",
@@ -59,13 +62,14 @@ def pointing_argv(base: Path, data: Path, *args: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def real_run(tmp_path_factory: pytest.TempPathFactory, synthetic_cholecseg8k: Path) -> Path:
+def real_run(
+    tmp_path_factory: pytest.TempPathFactory, synthetic_cholecseg8k: Path, shared_cache: Path
+) -> Path:
     """pointing's quick liver cases, oracle and chance, with an HTML report (pictures.json):
     a real run folder, made once for the module; tests mutate copies."""
     base = tmp_path_factory.mktemp("real-run")
-    argv = pointing_argv(
-        base, synthetic_cholecseg8k, "--run-id=r1", f"--html={base / 'report.html'}"
-    )
+    html = f"--html={base / 'report.html'}"
+    argv = pointing_argv(base, synthetic_cholecseg8k, "--run-id=r1", html, shared=shared_cache)
     done = subprocess.run(argv, cwd=base, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     return base / "results" / "pointing" / "r1"
@@ -377,14 +381,14 @@ def test_an_unreadable_subfolder_is_skipped(real_run, tmp_path) -> None:
 
 @pytest.mark.slow
 def test_resume_refuses_a_broken_earlier_run_before_any_request(
-    real_run, tmp_path, synthetic_cholecseg8k
+    real_run, tmp_path, synthetic_cholecseg8k, shared_cache
 ) -> None:
     """`--resume r1` over a run holding another evaluation's row: a usage error (exit 4) at
     configure naming the file and line; nothing is collected, nothing written."""
     folder = copy_run(real_run, tmp_path)
     another_evaluation(folder)
     before = sorted(p.name for p in folder.iterdir())
-    argv = pointing_argv(tmp_path, synthetic_cholecseg8k, "--resume=r1")
+    argv = pointing_argv(tmp_path, synthetic_cholecseg8k, "--resume=r1", shared=shared_cache)
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     out = done.stdout + done.stderr
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, out[-3000:]
@@ -394,7 +398,7 @@ def test_resume_refuses_a_broken_earlier_run_before_any_request(
 
 @pytest.mark.slow
 def test_a_partial_copy_resumed_says_what_its_tables_cover(
-    real_run, tmp_path, synthetic_cholecseg8k
+    real_run, tmp_path, synthetic_cholecseg8k, shared_cache
 ) -> None:
     """An earlier run copied in part (half its rows, its manifest saying complete), resumed
     with one case: the merged tables are marked partial in manifest.json and report.md."""
@@ -405,7 +409,7 @@ def test_a_partial_copy_resumed_says_what_its_tables_cover(
     # rows are sorted by model: the copy lost oracle's; rerun one item (both models)
     last = found[-1]
     item = last["case_id"].removesuffix(f"-{last['model']}")
-    argv = pointing_argv(tmp_path, synthetic_cholecseg8k, "--resume=r1")
+    argv = pointing_argv(tmp_path, synthetic_cholecseg8k, "--resume=r1", shared=shared_cache)
     argv[argv.index("liver")] = item
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     out = done.stdout + done.stderr

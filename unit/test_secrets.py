@@ -12,6 +12,7 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -190,7 +191,15 @@ def test_the_server_key_variable_is_redacted_like_the_vendors(monkeypatch):
     )
 
 
-def run(tmp: Path, cholecseg8k: Path, model: str, api_base: str, key: str | None, *extra: str):
+def run(
+    tmp: Path,
+    cholecseg8k: Path,
+    model: str,
+    api_base: str,
+    key: str | None,
+    *extra: str,
+    shared: Path,
+):
     """The pointing evaluation's liver cases, in a subprocess with only `key` set."""
     keys = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", MPLBACKEND="Agg")
     if key is not None:
@@ -209,14 +218,16 @@ def run(tmp: Path, cholecseg8k: Path, model: str, api_base: str, key: str | None
         "--api-retries=0",
         *extra,
     ]
-    return run_evaluation("pointing", model, tmp, "r", options, env=api_env(keys))
+    env = api_env(keys)
+    return run_evaluation("pointing", model, tmp, "r", options, env=env, shared_cache=shared)
 
 
 def leaks(tmp: Path, proc: subprocess.CompletedProcess, secrets: list[str]) -> list[str]:
-    """'where: secret' for each secret found in a file under `tmp` or in the streams."""
+    """'where: secret' for each secret found in a file under `tmp` (the cache's links to the
+    shared parts followed) or in the streams."""
     found = []
-    for path in sorted(tmp.rglob("*")):
-        if path.is_file():
+    for folder, _, names in sorted(os.walk(tmp, followlinks=True)):
+        for path in (Path(folder) / name for name in sorted(names)):
             data = path.read_bytes()
             found += [f"{path.name}: {s}" for s in secrets if s.encode() in data]
     for name, text in (("stdout", proc.stdout), ("stderr", proc.stderr)):
@@ -233,7 +244,9 @@ def leaks(tmp: Path, proc: subprocess.CompletedProcess, secrets: list[str]) -> l
         ("openai-compatible:loop", SHORT_KEY),  # VLMBENCH_API_KEY
     ],
 )
-def test_echoed_secrets_reach_no_artifact(model, key, synthetic_cholecseg8k, tmp_path):
+def test_echoed_secrets_reach_no_artifact(
+    model, key, synthetic_cholecseg8k, shared_cache, tmp_path
+):
     out = tmp_path / "out"
     out.mkdir()
     with EchoServer() as server:
@@ -249,6 +262,7 @@ def test_echoed_secrets_reach_no_artifact(model, key, synthetic_cholecseg8k, tmp
             f"--html={out / 'report.html'}",
             "--self-contained-html",
             "-rA",
+            shared=shared_cache,
         )
     assert server.headers, proc.stdout[-3000:]  # the requests arrived and were echoed
     assert "bad request, headers" in (out / "results/pointing/r/raw_results.jsonl").read_text()
@@ -267,10 +281,13 @@ def test_echoed_secrets_reach_no_artifact(model, key, synthetic_cholecseg8k, tmp
 
 @pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_url_credentials_do_not_replace_the_key(provider, synthetic_cholecseg8k, tmp_path):
+def test_url_credentials_do_not_replace_the_key(
+    provider, synthetic_cholecseg8k, shared_cache, tmp_path
+):
     with LoopbackServer(lambda _r: '{"present": 0}', api_key=SHORT_KEY, lifetime_s=120) as srv:
         url = srv.url.replace("http://", f"http://{USER}:{PASSWORD}@")
-        proc = run(tmp_path, synthetic_cholecseg8k, f"{provider}:loop", url, SHORT_KEY)
+        model = f"{provider}:loop"
+        proc = run(tmp_path, synthetic_cholecseg8k, model, url, SHORT_KEY, shared=shared_cache)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert srv.stats.answered > 0
     assert "credentials" in proc.stdout + proc.stderr  # the one-line warning

@@ -61,19 +61,32 @@ def raw_rows(results: Path, run_id: str) -> dict[str, list[dict]]:
     return rows
 
 
+# a cache folder's parts that hold the same bytes for every run of the same data, whatever the
+# model: the synthetic datasets, and what is derived from their content alone (pointing's prepared
+# tables in `data_info/` and its canvases and targets in `canvases/`, keyed by the dataset's
+# fingerprint; dynamic's caption embeddings in `embeddings/`, keyed by text and embedder). Each is
+# written atomically or under a file lock, so runs that share one folder never see a part-written
+# file. A cold pointing run spends ~9 s of CPU on its tables and canvases, a cold dynamic run ~15 s
+# on its embeddings: linked, each session makes them once.
+SHARED_PARTS = ("synthetic", "data_info", "canvases", "embeddings")
+
+
 def link_shared_data(cache: Path, shared_cache: Path) -> Path:
-    """`cache` (made where missing) with its `synthetic/` a link to `shared_cache`'s, where the
-    session's synthetic datasets are built once; a link already there is kept."""
-    link = cache / "synthetic"
-    if not link.exists():
-        (shared_cache / "synthetic").mkdir(parents=True, exist_ok=True)
-        cache.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(shared_cache / "synthetic", target_is_directory=True)
+    """`cache` (made where missing) with each of SHARED_PARTS a link to `shared_cache`'s, where
+    the session makes them once; a part already there (a link or a folder) is kept. A test that
+    damages one of these parts must use a cache of its own, not a linked one."""
+    cache.mkdir(parents=True, exist_ok=True)
+    for part in SHARED_PARTS:
+        link = cache / part
+        if not link.exists() and not link.is_symlink():
+            (shared_cache / part).mkdir(parents=True, exist_ok=True)
+            link.symlink_to(shared_cache / part, target_is_directory=True)
     return cache
 
 
 def cache_with_shared_data(tmp: Path, shared_cache: Path) -> Path:
-    """A fresh response cache under `tmp` whose synthetic data is `shared_cache`'s (built once)."""
+    """A fresh response cache under `tmp` whose data and derived parts are `shared_cache`'s
+    (made once: SHARED_PARTS)."""
     cache = tmp / "cache"
     cache.mkdir()
     return link_shared_data(cache, shared_cache)
