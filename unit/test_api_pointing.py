@@ -142,55 +142,48 @@ def run_pytest(args: list[str], provider: str, key: str | None = KEY, pythonpath
     )
 
 
-def sdk_run(provider: str, model: str, cholecseg8k: Path, tmp: Path):
-    """The zero-shot quick subset through `provider`'s SDK against a loopback with no faults:
-    (the run, the server's stats, the server's port)."""
-    with LoopbackServer(script, api_key=KEY, lifetime_s=240) as server:
-        args = argv(f"{provider}:{model}", cholecseg8k, tmp, f"--api-base={server.url}")
-        proc = run_pytest(args, provider, timeout=240)
-    return proc, server.stats, server.port
-
-
 @pytest.fixture(scope="module")
-def openai_run(cholecseg8k, tmp_path_factory, shared_cache):
-    """`openai:loop` through the SDK once, read by the metrics test and the SDK-upgrade test
-    (which reruns it from a copy of its cache): (folder, run, server stats, server port)."""
-    tmp = tmp_path_factory.mktemp("openai_run")
-    link_shared_data(tmp / "cache", shared_cache)
-    return (tmp, *sdk_run("openai", "loop", cholecseg8k, tmp))
+def faulty_runs(cholecseg8k, tmp_path_factory, shared_cache):
+    """faulty_runs(provider) -> (folder, run, server stats, server port): the zero-shot quick
+    subset through `provider`'s SDK against a loopback that faults half the first attempts (every
+    kind of fault, a slow answer past `--api-timeout` among them), each provider's run made once
+    and read by the metrics test and the SDK-upgrade test (which reruns openai's from a copy of
+    its cache)."""
+    made: dict[str, tuple] = {}
+
+    def _run(provider: str) -> tuple:
+        if provider not in made:
+            tmp = tmp_path_factory.mktemp(f"faulty_{provider}")
+            link_shared_data(tmp / "cache", shared_cache)
+            faults = Faults(rate=0.5, attempts=1, seed=3, retry_after_s=0.01, slow_s=1.5)
+            with LoopbackServer(script, api_key=KEY, faults=faults, lifetime_s=240) as server:
+                args = argv(
+                    f"{provider}:loop-model",
+                    cholecseg8k,
+                    tmp,
+                    f"--api-base={server.url}",
+                    "--api-timeout=0.5",
+                    "--api-retries=3",
+                )
+                proc = run_pytest(args, provider, timeout=240)
+            made[provider] = (tmp, proc, server.stats, server.port)
+        return made[provider]
+
+    return _run
 
 
 @pytest.mark.parametrize("provider", list(PROVIDERS))
-def test_each_sdk_yields_the_scripted_metrics(provider, cholecseg8k, expected, tmp_path, request):
-    if provider == "openai":  # the run the SDK-upgrade test reruns
-        tmp_path, proc, stats, _ = request.getfixturevalue("openai_run")
-    else:
-        proc, stats, _ = sdk_run(provider, "loop-model", cholecseg8k, tmp_path)
+def test_each_sdk_yields_the_scripted_metrics_through_faults(provider, expected, faulty_runs):
+    """Every fault retried through the SDK: no case lost, no error cached, and the metrics are
+    the script's."""
+    tmp_path, proc, stats, _ = faulty_runs(provider)
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert set(stats.faults) == set(FAULT_KINDS), stats.faults
     pd.testing.assert_frame_equal(metrics(tmp_path), expected)
-    assert stats.answered == 60 and sum(stats.faults.values()) == 0
     got = rows(tmp_path)
+    assert len(got) == 60 and all(r["status"] != "error" for r in got)
     assert all(r["usage"]["input_tokens"] > 0 for r in got)
     assert "usage and cost per model" in proc.stdout
-
-
-@pytest.mark.parametrize("provider", list(PROVIDERS))
-def test_faults_lose_no_case_and_cache_no_error(provider, cholecseg8k, expected, tmp_path):
-    faults = Faults(rate=0.5, attempts=1, seed=3, retry_after_s=0.01, slow_s=1.5)
-    with LoopbackServer(script, api_key=KEY, faults=faults, lifetime_s=240) as server:
-        args = argv(
-            f"{provider}:loop-model",
-            cholecseg8k,
-            tmp_path,
-            f"--api-base={server.url}",
-            "--api-timeout=0.5",
-            "--api-retries=3",
-        )
-        proc = run_pytest(args, provider, timeout=240)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert set(server.stats.faults) == set(FAULT_KINDS), server.stats.faults
-    pd.testing.assert_frame_equal(metrics(tmp_path), expected)
-    assert all(r["status"] != "error" for r in rows(tmp_path))
     with sqlite3.connect(tmp_path / "cache" / "responses.sqlite") as db:
         stored = [json.loads(r[0]) for r in db.execute("SELECT response FROM responses")]
     assert len(stored) == 60
@@ -251,19 +244,18 @@ def pytest_report_header(config):
 """
 
 
-def test_an_sdk_upgrade_resends_nothing(cholecseg8k, openai_run, tmp_path):
+def test_an_sdk_upgrade_resends_nothing(cholecseg8k, faulty_runs, tmp_path):
     """The cache identity is what the provider sees, not the SDK version: after an upgrade the
     same run is served from the cache and the server gets no request."""
-    first_tmp, first, stats, port = openai_run
+    first_tmp, first, _, port = faulty_runs("openai")
     assert first.returncode == 0, first.stdout[-2000:]
-    assert stats.answered == 60
     # a copy of the shared run's cache, which stays as it was (this test's cache already links
     # the shared parts)
     shared = shutil.ignore_patterns(*SHARED_PARTS)
     shutil.copytree(first_tmp / "cache", tmp_path / "cache", ignore=shared, dirs_exist_ok=True)
     (tmp_path / "sdkupgrade.py").write_text(SDK_UPGRADE_PLUGIN)
     with LoopbackServer(script, api_key=KEY, lifetime_s=240, port=port) as again:
-        args = argv("openai:loop", cholecseg8k, tmp_path, f"--api-base={again.url}")
+        args = argv("openai:loop-model", cholecseg8k, tmp_path, f"--api-base={again.url}")
         second = run_pytest([*args, "-p", "sdkupgrade"], "openai", pythonpath=tmp_path, timeout=240)
     assert second.returncode == 0, second.stdout[-2000:]
     assert "openai sdk 99.0.0" in second.stdout
