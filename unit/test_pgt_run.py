@@ -165,24 +165,6 @@ def test_metrics_agree_with_scikit_learn(oracle_run):
     assert lo <= m["macro_f1"] <= hi and hi - lo > 0
 
 
-def test_existing_results_are_kept_unless_override(run):
-    args = ("--model=oracle", "--pgt-phrase=cot", "--pgt-mode=prefill")
-    folder_of = lambda root: root / "pgt/synthetic_sample/oracle/cot/prefill"  # noqa: E731
-    first, root = run(*args, "-m", "quick", run_id="a")
-    assert first.ret == 0
-    first.assert_outcomes(passed=6)
-    again, _ = run(*args, "-m", "quick", run_id="b")
-    again.assert_outcomes(passed=6)  # read back from the kept file (unit/test_rerun.py)
-    assert "model calls: 0 sent, 0 served from cache" in again.stdout.str()
-    wider, _ = run(*args, run_id="c")  # more images than the kept result holds: those run
-    wider.assert_outcomes(passed=48)
-    forced, _ = run(*args, "--override", run_id="d")
-    forced.assert_outcomes(passed=48)
-    assert sorted(p.name for p in folder_of(root).glob("performance_*.json")) == [
-        "performance_a.json", "performance_b.json", "performance_c.json", "performance_d.json",
-    ]  # fmt: skip
-
-
 def test_a_malformed_dataset_stops_the_run_with_the_row_and_column(run, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("image_path,label\nnowhere.png,real\n")

@@ -74,6 +74,9 @@ def test_images_the_kept_results_lack_are_evaluated_and_override_reruns(run_suit
     # the run that reused 6 images has the summary of the one that evaluated all 48
     summary = (results / "pgt" / "c" / "summary.csv").read_bytes()
     assert (results / "pgt" / "b" / "summary.csv").read_bytes() == summary
+    # each run's performance file beside the kept results, none written over
+    performance = sorted(p.name for p in (results / COMBINATION).glob("performance_*.json"))
+    assert performance == ["performance_a.json", "performance_b.json", "performance_c.json"]
 
 
 @pytest.mark.parametrize(
