@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from support.testing.loopback import FAULT_KINDS, Faults, LoopbackServer, ScriptRequest
-from support.testing.suite_runs import SHARED_PARTS, link_shared_data
+from support.testing.suite_runs import SHARED_PARTS, files_following_links, link_shared_data
 
 # every test here runs the suite in a subprocess; one worker runs this module, so its costly
 # module fixtures are built once, not once a worker
@@ -283,12 +283,10 @@ def test_the_key_appears_in_no_artifact(cholecseg8k, tmp_path):
         proc = run_pytest(args, "openai", timeout=240)
     assert proc.returncode == 1  # some cases failed for good: their errors went everywhere
     scanned = 0
-    # every file under tmp_path, the cache's links to the shared parts followed
-    for folder, _, names in os.walk(tmp_path, followlinks=True):
-        for path in (Path(folder) / name for name in names):
-            assert KEY.encode() not in path.read_bytes(), path
-            assert URL_PASSWORD.encode() not in path.read_bytes(), path
-            scanned += 1
+    for path in files_following_links(tmp_path):
+        assert KEY.encode() not in path.read_bytes(), path
+        assert URL_PASSWORD.encode() not in path.read_bytes(), path
+        scanned += 1
     assert scanned >= 7  # junit, html, raw results, summary, usage, report, manifest, cache...
     assert KEY not in proc.stdout and KEY not in proc.stderr
     manifest = json.loads((tmp_path / "results" / "pointing" / "r" / "manifest.json").read_text())

@@ -12,7 +12,6 @@ import asyncio
 import base64
 import json
 import logging
-import os
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +26,7 @@ from support.backends.redacted_logs import install_log_redaction
 from support.backends.registry import BackendOptions, availability, create_backend
 from support.secrets import redact, register_url
 from support.testing.loopback import LoopbackServer
+from support.testing.suite_runs import files_following_links
 from support.types import Part, Request
 
 pytest.importorskip("openai")
@@ -226,10 +226,9 @@ def leaks(tmp: Path, proc: subprocess.CompletedProcess, secrets: list[str]) -> l
     """'where: secret' for each secret found in a file under `tmp` (the cache's links to the
     shared parts followed) or in the streams."""
     found = []
-    for folder, _, names in sorted(os.walk(tmp, followlinks=True)):
-        for path in (Path(folder) / name for name in sorted(names)):
-            data = path.read_bytes()
-            found += [f"{path.name}: {s}" for s in secrets if s.encode() in data]
+    for path in files_following_links(tmp):
+        data = path.read_bytes()
+        found += [f"{path.name}: {s}" for s in secrets if s.encode() in data]
     for name, text in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         found += [f"{name}: {s}" for s in secrets if s in text]
     return found

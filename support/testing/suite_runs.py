@@ -84,6 +84,14 @@ def link_shared_data(cache: Path, shared_cache: Path) -> Path:
     return cache
 
 
+def files_following_links(root: Path) -> list[Path]:
+    """Every file under `root`, sorted, a linked cache's SHARED_PARTS included (links to folders
+    followed): what a scan of everything a run wrote must read."""
+    return sorted(
+        Path(top) / name for top, _, names in os.walk(root, followlinks=True) for name in names
+    )
+
+
 def cache_with_shared_data(tmp: Path, shared_cache: Path) -> Path:
     """A fresh response cache under `tmp` whose data and derived parts are `shared_cache`'s
     (made once: SHARED_PARTS)."""
