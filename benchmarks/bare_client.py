@@ -4,7 +4,7 @@
 
 URL is the server's root (`http://127.0.0.1:PORT`); the bodies are POSTed to
 `URL/v1/chat/completions` as they are, byte for byte (`BODIES_DIR/*.json`, as `python -m
-support.testing.loopback --record` writes them). Every body is read into memory before the first
+support.doubles.loopback --record` writes them). Every body is read into memory before the first
 request goes out, so nothing is encoded while requests are in flight. `--concurrency` workers share
 one queue of bodies: that many requests are in flight at any time. The library is aiohttp where
 importable, else httpx (or httpx2, the package the openai SDK depends on here).

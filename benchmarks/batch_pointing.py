@@ -5,7 +5,7 @@
 A plain script, not a pytest module (its name does not match `test_*.py`; CI never runs it).
 Workload: `pytest evals/pointing --model openai:gpt-4o --samples N` (N samples x 12 organs x 3
 conditions: 1,080 cases at N = 30) through the OpenAI SDK against `python -m
-support.testing.loopback` in its own process (one server a scenario, killed in a finally), every run
+support.doubles.loopback` in its own process (one server a scenario, killed in a finally), every run
 on the same synthetic CholecSeg8k (built once, passed as --cholecseg8k), each with its own run id
 and results dir, `--bootstrap 0`, `--batch-poll 0.2`. The server answers every request with one
 valid pointing JSON.
@@ -80,7 +80,7 @@ class Run:
 def loopback(*options: str):
     """A loopback server in its own process; yields its URL, stopped on the way out."""
     sys.path.insert(0, str(REPO))
-    from support.testing.loopback import server_process
+    from support.doubles.loopback import server_process
 
     return server_process(ANSWER, KEY, *options, lifetime_s=1200)
 
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             f"command: `{command}` ({total_s:.0f} s in all).",
             f"Workload: `pytest evals/pointing --model {MODEL} --samples {args.samples}` "
             f"({args.samples * 36} cases) through the OpenAI SDK against "
-            "`python -m support.testing.loopback` in its own process, `--batch-poll 0.2`, "
+            "`python -m support.doubles.loopback` in its own process, `--batch-poll 0.2`, "
             "`--bootstrap 0`,"
             " synthetic CholecSeg8k. Server counts: `attempts` (synchronous requests) and "
             "`batch_items` (items the server processed, when a batch ends: at the status read "

@@ -40,8 +40,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from support.compare_page import PAGE_ROWS  # noqa: E402
-from support.compare_runs import main as compare_main  # noqa: E402
+from support.compare.page import PAGE_ROWS  # noqa: E402
+from support.compare.runs import main as compare_main  # noqa: E402
 
 ORGANS = (  # CholecSeg8k's 12 classes, as pointing names them
     "Abdominal Wall", "Liver", "Gastrointestinal Tract", "Fat", "Grasper", "Connective Tissue",

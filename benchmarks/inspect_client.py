@@ -2,7 +2,7 @@
 
     VLMBENCH_API_KEY=... python benchmarks/inspect_client.py URL BODIES_DIR [--concurrency 32]
 
-The same requests as `bare_client.py` (`BODIES_DIR/*.json`, as `python -m support.testing.loopback
+The same requests as `bare_client.py` (`BODIES_DIR/*.json`, as `python -m support.doubles.loopback
 --record` writes them, each the JSON body of one POST /v1/chat/completions), sent by inspect_ai,
 the UK AISI evaluation framework, so vlmbench's speed can be set beside an established harness's.
 inspect_ai is not a dependency of vlmbench: run this with an interpreter that has it

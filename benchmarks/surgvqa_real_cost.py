@@ -8,7 +8,7 @@ depend on their weight values, only on their shapes and on the tokens they read.
 builds both architectures at their real sizes in code with random weights (RobertaModel with
 roberta-large's config, 355 M parameters; DebertaV2ForSequenceClassification with
 deberta-v3-base's config and three labels, 184 M), saves them with the tiny stand-ins' tokenizers
-(support/testing/tiny_scorers.py: RobertaTokenizer and DebertaV2Tokenizer, the real classes), and
+(support/doubles/tiny_scorers.py: RobertaTokenizer and DebertaV2Tokenizer, the real classes), and
 times `SemanticScorer.score` per question (one bert_score call and one CrossEncoder.predict a
 question, as the official code) after a warm-up. The result is extrapolated to 1,000 answers.
 
@@ -214,7 +214,7 @@ class Timed:
 def build_models(out: Path, tokenizers: tuple[Path, Path]) -> tuple[Path, Path]:
     """Random-weight roberta-large and nli-deberta-v3-base under `out` (built once), each saved
     with the matching stand-in tokenizer from `tokenizers` (roberta's folder, the NLI's)."""
-    from support.files import build_once
+    from support.storage.files import build_once
 
     def roberta(folder: Path) -> None:
         import torch
@@ -282,7 +282,7 @@ def questions(
 ) -> list[tuple[str, list[str], int, list[int]]]:
     """`n` questions: (answer, references, the answer's words at TOKENS_PER_WORD, the
     references' words)."""
-    from support.testing.tiny_scorers import corpus
+    from support.doubles.tiny_scorers import corpus
 
     vocab = sorted({w.strip(".,?!").lower() for line in corpus() for w in line.split()} - {""})
     vocab += EXTRA_WORDS  # outside the stand-ins' corpus: more pieces in deberta's vocabulary
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--threads {args.threads}: expected a whole number >= 1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from support.testing.tiny_scorers import ensure_scorers
+    from support.doubles.tiny_scorers import ensure_scorers
 
     tiny = ensure_scorers(args.models_dir / "stand-ins")
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@ limit: a token bucket, an in-flight cap, and both at once.
     pytest benchmarks/test_adaptive_concurrency.py --benchmark-only -s -p no:randomly
 
 Workload: distinct text requests through ModelClient and the OpenAI SDK (`openai:bench`, no
-cache) to the loopback server in its own process (`python -m support.testing.loopback`), a fresh
+cache) to the loopback server in its own process (`python -m support.doubles.loopback`), a fresh
 server for each run; the SDK retries every 429 (max_retries 100, honouring retry-after); a
 request still refused after that is counted as failed. Each limit runs `--concurrency auto` and
 the fixed settings around its saturating concurrency:
@@ -73,14 +73,14 @@ RESULTS: dict[str, dict[str, list[dict]]] = {}  # limit -> concurrency -> a row 
 
 def server(options: tuple[str, ...], latency_s: float):
     """The limited loopback server in its own process (a context manager: its URL)."""
-    from support.testing.loopback import server_process
+    from support.doubles.loopback import server_process
 
     return server_process("ok", KEY, "--latency", str(latency_s), *options, lifetime_s=600)
 
 
 def run(url: str, concurrency: int | str, n: int) -> dict:
     from support.backends.registry import BackendOptions, create_backend
-    from support.engine import ModelClient
+    from support.client.engine import ModelClient
     from support.types import Part, Request
 
     async def main() -> dict:

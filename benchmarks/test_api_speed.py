@@ -5,7 +5,7 @@
 
 Workload: the pointing evaluation on the synthetic CholecSeg8k-format data, `--samples 30`, all
 three conditions (30 x 12 organs x 3 = 1,080 requests), `--concurrency 32`, through the OpenAI SDK
-(`openai-compatible:bench`) to the loopback server (`python -m support.testing.loopback`) in its own
+(`openai-compatible:bench`) to the loopback server (`python -m support.doubles.loopback`) in its own
 process, at 0 ms and 100 ms server latency. Each run gets a fresh server and a fresh response cache
 (a new --cache-dir holding hard links to the prepared synthetic data; no responses and no stored
 canvases, so every frame is encoded again).
@@ -149,7 +149,7 @@ class Run:
 @contextmanager
 def loopback(latency_ms: int, record: Path | None = None) -> Iterator[str]:
     """A fresh loopback server process; yields its root URL."""
-    from support.testing.loopback import server_process
+    from support.doubles.loopback import server_process
 
     options = ["--latency", str(latency_ms / 1000), *(("--record", str(record)) if record else ())]
     with server_process(ANSWER, KEY, *options, lifetime_s=TIMEOUT_S) as url:

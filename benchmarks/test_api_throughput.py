@@ -35,7 +35,7 @@ ANSWER = '{"name":"X","present":0,"point_canvas":null}'
 
 @pytest.fixture(scope="module")
 def server_url():
-    from support.testing.loopback import server_process
+    from support.doubles.loopback import server_process
 
     with server_process(ANSWER, KEY, "--latency", str(LATENCY_S), lifetime_s=900) as url:
         yield url
@@ -92,7 +92,7 @@ def test_api_wall_time_against_ideal(benchmark, server_url, tmp_path):
 
 def test_engine_alone_against_ideal(benchmark, server_url, monkeypatch):
     from support.backends.registry import BackendOptions, create_backend
-    from support.engine import ModelClient
+    from support.client.engine import ModelClient
     from support.types import Part, Request
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

@@ -24,8 +24,8 @@ N_REQUESTS = 32
 def requests_and_model(tmp_path_factory):
     from PIL import Image
 
+    from support.doubles.tiny_vlm import ensure_tiny_vlm
     from support.evaluations.pointing.prompts import SYSTEM_PROMPT, user_prompt
-    from support.testing.tiny_vlm import ensure_tiny_vlm
     from support.types import Part, Request
 
     model = ensure_tiny_vlm(tmp_path_factory.mktemp("models"))
@@ -43,7 +43,7 @@ def requests_and_model(tmp_path_factory):
 
 def _run(model, reqs, max_batch: int) -> float:
     from support.backends.registry import BackendOptions, create_backend
-    from support.engine import ModelClient
+    from support.client.engine import ModelClient
 
     backend = create_backend(f"hf:{model}", BackendOptions(extra=(("max_batch", max_batch),)))
     client = ModelClient(backend, cache=None, concurrency=1, max_batch=max_batch)

@@ -3,7 +3,8 @@
     pytest benchmarks/test_nyu_speed.py --benchmark-only -p no:randomly
 
 - The distance parser on inputs that backtrack catastrophically in a careless pattern (the
-  BACKTRACKING inputs of unit/test_nyu_parser.py): all five in under 2 s together.
+  BACKTRACKING inputs of unit/evaluations/nyu_distance/test_nyu_parser.py): all five in under 2 s
+  together.
 - The synthetic NYU .mat file (support/evaluations/nyu_distance/synthetic.py) built in under 5 s.
 
 Each is the best of a few rounds (the machine is shared). Measured on the 2-core box with a unit

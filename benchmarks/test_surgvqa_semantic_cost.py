@@ -13,7 +13,7 @@ Two paths, each as a run takes it:
 
 - `test_model_metrics_cost`: the controller's `summary.score_outcomes` over the answered outcomes
   with the tiny random-weight stand-ins of roberta-large (24 layers, 32 wide) and the NLI
-  cross-encoder (support/testing/tiny_scorers.py), one bert_score call and one CrossEncoder.predict
+  cross-encoder (support/doubles/tiny_scorers.py), one bert_score call and one CrossEncoder.predict
   a question, as the official evaluator. The stand-ins are tiny, so this measures the per-question
   overhead of the two libraries and the loop, not the real models' arithmetic
   (benchmarks/surgvqa_real_cost.py times real-size models).
@@ -162,11 +162,11 @@ def describe(questions: list[tuple[str, list[str], str]]) -> str:
 def test_model_metrics_cost(benchmark, questions, tmp_path_factory) -> None:
     import torch
 
+    from support.contract.summary import SummaryContext
+    from support.doubles.tiny_scorers import ensure_scorers
     from support.evaluations.surgvqa.semantic import SemanticScorer, find_models
     from support.evaluations.surgvqa.spec import SurgvqaSettings
     from support.evaluations.surgvqa.summary import score_outcomes
-    from support.summary_contract import SummaryContext
-    from support.testing.tiny_scorers import ensure_scorers
 
     if THREADS:
         torch.set_num_threads(int(THREADS))
@@ -196,10 +196,10 @@ def test_model_metrics_cost(benchmark, questions, tmp_path_factory) -> None:
 
 
 def test_text_metrics_cost(benchmark, questions) -> None:
+    from support.contract.runner import CallLog, outcomes_of
     from support.evaluations.surgvqa.rouge import rouge_scores
     from support.evaluations.surgvqa.spec import SurgvqaSettings
     from support.evaluations.surgvqa.task import SurgvqaEvaluation
-    from support.runner import CallLog, outcomes_of
     from support.types import Case
 
     evaluation = SurgvqaEvaluation([], [], SurgvqaSettings(metrics="2026"))

@@ -19,7 +19,7 @@ request). Four ways, BENCH_VLLM_ROUNDS rounds each (default 3; medians and min-m
       `vllm bench serve` sends with) over (c)'s requests at once, as many in flight as (c).
 
 BENCH_VLLM_WAYS picks some of the ways (default abcd); BENCH_VLLM_FAMILY the model: `llava` (the
-tiny LLaVA, default) or a tiny checkpoint of support.testing.tiny_families (qwen2_5_vl, qwen3_vl,
+tiny LLaVA, default) or a tiny checkpoint of support.doubles.tiny_families (qwen2_5_vl, qwen3_vl,
 qwen3_vl_thinking, llava_onevision). Printed: wall, output tokens and output
 tokens/s per way, and the ratios a/b and c/d of throughput (b's tokens/s over a's: 1.0 is
 vLLM's own speed, the goal is <= 1.15). A second test
@@ -44,8 +44,8 @@ if importlib.util.find_spec("vllm") is None:
 
 from support import evaluations
 from support.backends.registry import BackendOptions, create_backend
-from support.engine import Engine, ModelClient
-from support.runner import run_case
+from support.client.engine import Engine, ModelClient
+from support.contract.runner import run_case
 from support.settings import RunSettings
 from support.types import Request
 
@@ -53,7 +53,7 @@ ROUNDS = int(os.environ.get("BENCH_VLLM_ROUNDS", "3"))
 CONCURRENCY = int(os.environ.get("BENCH_VLLM_CONCURRENCY", "0")) or None  # None: the default
 SWEEP = (8, 32, 128, 256)
 WAYS = os.environ.get("BENCH_VLLM_WAYS", "abcd")  # which of (a)-(d) to run
-# the model family: "llava" (support.testing.tiny_vlm) or one of tiny_families.VLLM_FAMILIES
+# the model family: "llava" (support.doubles.tiny_vlm) or one of tiny_families.VLLM_FAMILIES
 FAMILY = os.environ.get("BENCH_VLLM_FAMILY", "llava")
 MAX_IMAGES = 4  # pointing few-shot: 3 examples + the query
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_CONFIGURE_LOGGING": "0"}
@@ -74,10 +74,10 @@ def tiny(tmp_path_factory) -> Path:
     """The model: the tiny LLaVA, or BENCH_VLLM_FAMILY's tiny checkpoint (tiny_families)."""
     folder = tmp_path_factory.mktemp("models")
     if FAMILY == "llava":
-        from support.testing.tiny_vlm import ensure_tiny_vlm
+        from support.doubles.tiny_vlm import ensure_tiny_vlm
 
         return ensure_tiny_vlm(folder)
-    from support.testing.tiny_families import ensure_family
+    from support.doubles.tiny_families import ensure_family
 
     return ensure_family(folder, FAMILY)
 

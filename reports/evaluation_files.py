@@ -3,7 +3,7 @@
 In order: the summary's controller-side scores (`score_outcomes`: BERTScore and NLI for surgvqa),
 raw_results.jsonl (whatever fails after it, no computed outcome is lost), the summary
 (summary.csv, usage.csv, calls.csv, provenance.csv: how the answers were read,
-support/provenance.py), the evaluation's own files (its summary's
+support/contract/provenance.py), the evaluation's own files (its summary's
 `write_outputs`), comparisons.csv, report.md (once, with whatever the summary added before
 anything failed) and manifest.json (attempted regardless). Each file is written on its own: one
 that cannot be (a full disk) is listed in `unwritten` with the reason, naming the file, and the
@@ -21,12 +21,15 @@ from typing import Any
 from reports.manifest import write_manifest
 from reports.result import Completion, EvaluationResult
 from support import evaluations
-from support.comparisons.pairing import report_section
-from support.evaluation import OptionError
-from support.files import write_csv, write_jsonl
-from support.provenance import fallback_flags, provenance_table
-from support.provenance import report_section as provenance_section
-from support.run_folder import (
+from support.contract.evaluation import OptionError
+from support.contract.provenance import fallback_flags, provenance_table
+from support.contract.provenance import report_section as provenance_section
+from support.contract.summary import LoadedSummary, SummaryContext
+from support.reporting.tables import calls_table, usage_table
+from support.settings import RunSettings
+from support.statistics.pairing import report_section
+from support.storage.files import write_csv, write_jsonl
+from support.storage.run_folder import (
     CALLS,
     COMPARISONS,
     PROVENANCE,
@@ -36,9 +39,6 @@ from support.run_folder import (
     USAGE,
     clear_derived,
 )
-from support.settings import RunSettings
-from support.summary_contract import LoadedSummary, SummaryContext
-from support.tables import calls_table, usage_table
 from support.types import Outcome
 
 

@@ -15,7 +15,7 @@
 - **Where each picture is.** At session finish each evaluation's run folder gets `pictures.json`:
   the report's path and, per outcome case id, its picture's file, or the case id among `inlined`
   when the picture is inside the report (paths relative to the run folder). Its format has one
-  owner, support.run_folder (`write_pictures` here, `read_pictures` for
+  owner, support.storage.run_folder (`write_pictures` here, `read_pictures` for
   `vlmbench-compare A B --html`, which links the same files); a file that cannot be written is a
   line of the terminal summary, never a failed run.
 - **Summary.** A contents list first (each evaluation with its counts by status), then each
@@ -43,7 +43,7 @@ import pytest
 
 from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY
 from reports.terminal import interval_label
-from support.run_folder import PICTURES, write_pictures
+from support.storage.run_folder import PICTURES, write_pictures
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -316,10 +316,10 @@ def status_filter(found: Iterable[Counter[str]]) -> str:
 
 def evaluation_section(result: EvaluationResult, run: RunSettings) -> list[str]:
     """An evaluation's headline, comparisons and plots."""
-    from support.comparisons.pairing import (
+    from support.reporting.tables import in_model_order, with_intervals
+    from support.statistics.pairing import (
         shown_comparisons,  # pandas: imported at report time only
     )
-    from support.tables import in_model_order, with_intervals
 
     name, headline = result.name, result.headline
     if headline is None:

@@ -10,9 +10,9 @@ The controller writes one per evaluation at session finish (reports.evaluation_f
               resamples, run id, and the evaluation's settings object
     data      sha256 over the sorted (relative path, size, sha256 of content) of the files the
               evaluation reads (its spec's `data_files`); each file's sha256 is memoised by
-              (path, size, mtime) in a JSON file in the cache folder (support.file_hashes), so a
-              3 GB file is hashed once; `label`: the spec's `data_label` (the synthetic sample's
-              name, null for real data)
+              (path, size, mtime) in a JSON file in the cache folder (support.storage.file_hashes),
+              so a 3 GB file is hashed once; `label`: the spec's `data_label` (the synthetic
+              sample's name, null for real data)
     prompts   sha256 of the source file of each prompt module (the spec's `prompt_modules`), and
               the outcomes' prompt hashes: how many, how many distinct, a digest of the distinct
     models    per `--model`: kind and provider (the registry), the backend's identity as the
@@ -53,12 +53,12 @@ from typing import Any
 
 from support import evaluations
 from support.backends.registry import model_spec
-from support.cache import SCHEMA_VERSION
-from support.file_hashes import HASH_MEMO, FileHashes
-from support.files import atomic_write_text
-from support.run_folder import FORMAT_FIELD, FORMAT_VERSION, MANIFEST
+from support.client.response_cache import SCHEMA_VERSION
 from support.secrets import URL_CREDENTIALS, redact
 from support.settings import RunSettings
+from support.storage.file_hashes import HASH_MEMO, FileHashes
+from support.storage.files import atomic_write_text
+from support.storage.run_folder import FORMAT_FIELD, FORMAT_VERSION, MANIFEST
 from support.types import Outcome, sha256_hex
 
 MANIFEST_VERSION = 1
@@ -484,7 +484,7 @@ def build_manifest(
         prompts = {"error": f"{type(exc).__name__}: {exc}"}
     manifest = {
         "manifest_version": MANIFEST_VERSION,
-        FORMAT_FIELD: FORMAT_VERSION,  # the run folder's (support.run_folder)
+        FORMAT_FIELD: FORMAT_VERSION,  # the run folder's (support.storage.run_folder)
         "evaluation": evaluation,
         "vlmbench": vlmbench_section(),
         "packages": package_versions(),

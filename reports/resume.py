@@ -26,7 +26,10 @@ from typing import Any
 
 from reports.manifest import run_section
 from support import evaluations
-from support.run_folder import (
+from support.reporting.tables import BATCH_COLUMNS
+from support.secrets import redact
+from support.settings import RunSettings
+from support.storage.run_folder import (
     CALLS,
     MANIFEST,
     RAW,
@@ -35,9 +38,6 @@ from support.run_folder import (
     read_outcomes,
     recorded_outcomes,
 )
-from support.secrets import redact
-from support.settings import RunSettings
-from support.tables import BATCH_COLUMNS
 from support.types import Outcome, Usage
 
 # the run options that decide which cases a run has and how they are scored: a resumed run must
@@ -63,7 +63,7 @@ class Earlier:
 
 def earlier_runs(run: RunSettings, names: Iterable[str], resume: str) -> dict[str, Earlier]:
     """The earlier run `resume` of each evaluation in `names` that has one, read through
-    support.run_folder and checked against this run's rules; ValueError (the caller's usage
+    support.storage.run_folder and checked against this run's rules; ValueError (the caller's usage
     error) when none has, one differs, or one's files break the run folder's format (rows of
     another evaluation, a case twice, a field of the wrong type)."""
     found: dict[str, Earlier] = {}
@@ -123,9 +123,9 @@ def short(value: Any, limit: int = 160) -> str:
 
 
 def calls_rows(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """calls.csv by (model, case id): its bookkeeping (support.files.RUN_FIELDS and the batch
-    usage) as Outcome fields ({} when the file is missing: the bookkeeping is then the defaults;
-    a row without it keeps the defaults). ValueError naming the file it cannot be read."""
+    """calls.csv by (model, case id): its bookkeeping (support.storage.files.RUN_FIELDS and the
+    batch usage) as Outcome fields ({} when the file is missing: the bookkeeping is then the
+    defaults; a row without it keeps the defaults). ValueError naming the file it cannot be read."""
     if not path.is_file():
         return {}
     out = {}

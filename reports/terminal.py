@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from support.printable import printable
+from support.reporting.tables import label_columns
 from support.settings import RunSettings
-from support.tables import label_columns
 from support.types import Outcome
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def brief_table(
     when the intervals would not fit `max_width` columns)."""
     import pandas as pd
 
-    from support.tables import fmt
+    from support.reporting.tables import fmt
 
     labels = label_columns(headline)
     models = list(dict.fromkeys(headline["model"])) if "model" in headline else [""]
@@ -133,7 +133,7 @@ def brief_table(
 
 
 def _width(df: pd.DataFrame) -> int:
-    from support.tables import markdown_table
+    from support.reporting.tables import markdown_table
 
     return max((len(line) for line in markdown_table(df).splitlines()), default=0)
 
@@ -210,8 +210,8 @@ def folders_line(files: dict[str, list[Path]], start: Path) -> str:
 def dry_run_lines(name: str, table: pd.DataFrame, path: str | None) -> list[str]:
     """The `--dry-run` estimate of one evaluation: a heading, the note on what is counted, the
     table (one row a model; USD "—" for a model without a price) and where it was written."""
-    from support.dry_run import NOTE
-    from support.tables import markdown_table
+    from support.client.dry_run import NOTE
+    from support.reporting.tables import markdown_table
 
     lines = [f"vlmbench: {name} dry run: requests to send, tokens and cost (USD)", NOTE]
     lines += markdown_table(table).splitlines()

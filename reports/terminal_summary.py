@@ -15,8 +15,8 @@ from typing import Any
 
 from reports import terminal
 from reports.result import EvaluationResult, RunResult
-from support.run_folder import RAW
 from support.settings import RunSettings
+from support.storage.run_folder import RAW
 
 MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation in the terminal summary (-v)
 # engine statistics the terminal's engine table leaves out (in manifest.json, or batch lines)
@@ -31,7 +31,9 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
             _tables(tr, result, run)
         else:
             _brief(tr, result, run)
-    for r in result.evaluations:  # answers read mostly by a lenient rule (support/provenance.py)
+    for r in (
+        result.evaluations
+    ):  # answers read mostly by a lenient rule (support/contract/provenance.py)
         for flag in r.fallback_flags:
             tr.write_line(f"vlmbench: {r.name}: {flag}", yellow=True, bold=True)
     for line in terminal.batch_lines(result.engine_stats):
@@ -80,7 +82,7 @@ def write_summary(tr: Any, result: RunResult, run: RunSettings) -> None:
 
 def _usage_table(tr: Any, r: EvaluationResult) -> None:
     """Tokens and cost per model, when the models report tokens (API models do)."""
-    from support.tables import markdown_table
+    from support.reporting.tables import markdown_table
 
     if r.usage is not None and (r.usage["input_tokens"] > 0).any():
         tr.write_line("usage and cost per model (USD; cached answers included):")
@@ -90,7 +92,7 @@ def _usage_table(tr: Any, r: EvaluationResult) -> None:
 def _brief(tr: Any, result: RunResult, run: RunSettings) -> None:
     """Per evaluation: a heading, the brief table, one line of counts (see reports.terminal);
     then one line naming the result folders."""
-    from support.tables import in_model_order, key_metrics, markdown_table
+    from support.reporting.tables import in_model_order, key_metrics, markdown_table
 
     for r in result.summarized:
         metrics = key_metrics(r.headline, r.key_metrics)
@@ -119,8 +121,13 @@ def _tables(tr: Any, result: RunResult, run: RunSettings) -> None:
     written; then the engine statistics and (`--power`) the sample sizes."""
     import pandas as pd
 
-    from support.comparisons.pairing import power_table
-    from support.tables import in_model_order, interval_metrics, markdown_table, with_intervals
+    from support.reporting.tables import (
+        in_model_order,
+        interval_metrics,
+        markdown_table,
+        with_intervals,
+    )
+    from support.statistics.pairing import power_table
 
     for r in result.summarized:
         metrics = interval_metrics(r.headline)

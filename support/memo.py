@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from support.files import atomic_write
+from support.storage.files import atomic_write
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

@@ -433,11 +433,12 @@ class Response:
 class Verdict:
     """What an evaluation's `evaluate` returns: the domain part of one outcome.
 
-    The core (support.runner) adds the ids, the model, usage, latency, the prompt hash and the
-    cache counters. `group` and `cluster` default to the case's. An item that yields many outcomes
-    returns one Verdict each, with its own `case_id` (the outcome id before the model suffix) and,
-    optionally, `calls`: the log of a forked client (`client.fork()`) whose calls are this
-    outcome's; calls made through the item's own client go to its first Verdict without `calls`.
+    The core (support.contract.runner) adds the ids, the model, usage, latency, the prompt hash and
+    the cache counters. `group` and `cluster` default to the case's. An item that yields many
+    outcomes returns one Verdict each, with its own `case_id` (the outcome id before the model
+    suffix) and, optionally, `calls`: the log of a forked client (`client.fork()`) whose calls are
+    this outcome's; calls made through the item's own client go to its first Verdict without
+    `calls`.
     """
 
     status: Status
@@ -449,9 +450,9 @@ class Verdict:
     case_id: str | None = None
     group: Mapping[str, str] | None = None
     cluster: str | None = None
-    calls: Any = None  # support.runner.CallLog
+    calls: Any = None  # support.contract.runner.CallLog
     # which rule of the evaluation's parser read the answer: a short stable code the evaluation
-    # declares (EvaluationSpec.read_rules; support.provenance); "" when nothing was read
+    # declares (EvaluationSpec.read_rules; support.contract.provenance); "" when nothing was read
     read_by: str = ""
 
     def __post_init__(self) -> None:

@@ -5,14 +5,15 @@ Usage (from anywhere in the repository, with the dev venv's python and the `muta
     python tools/mutation.py [MODULE ...] [--rev REV] [--workdir DIR] [--jobs N]
                              [--tests PATH ...] [--fresh] [--report FILE] [--report-only]
 
-MODULE is a path from MODULES below (`support/metrics.py`) or an evaluation's name (`pgt`); none
-means all of them. The tree (the working tree, tracked and untracked-but-not-ignored files, or the
-committed tree of --rev) is copied to DIR/tree (default `.mutation/`, ignored by git), mutmut is
-configured there (`[tool.mutmut]` appended to the copy's pyproject.toml) and run with the modules'
-own unit test files (MODULES below; `--tests unit` for the whole lane), not-slow tests only. mutmut
-makes each mutant a one-token change of one function (an operator, a constant, a keyword argument,
-a string), learns once which tests reach which function (its stats, kept in DIR between runs),
-then runs only those tests against each mutant, fastest first, stopping at the first failure.
+MODULE is a path from MODULES below (`support/statistics/metrics.py`) or an evaluation's name
+(`pgt`); none means all of them. The tree (the working tree, tracked and untracked-but-not-ignored
+files, or the committed tree of --rev) is copied to DIR/tree (default `.mutation/`, ignored by git),
+mutmut is configured there (`[tool.mutmut]` appended to the copy's pyproject.toml) and run with the
+modules' own unit test files (MODULES below; `--tests unit` for the whole lane), not-slow tests
+only. mutmut makes each mutant a one-token change of one function (an operator, a constant, a
+keyword argument, a string), learns once which tests reach which function (its stats, kept in DIR
+between runs), then runs only those tests against each mutant, fastest first, stopping at the first
+failure.
 
 The report (DIR/report.md, or --report) has, per module: mutants, killed (a test failed or the
 mutant timed out), survived, equivalent (a survivor listed in EQUIVALENTS, with why), no tests,
@@ -25,7 +26,7 @@ name), keyed by module, function and the mutated line (not by mutmut's numbering
 when a function changes):
 
     [[equivalent]]
-    module = "support/metrics.py"
+    module = "support/statistics/metrics.py"
     function = "safe_ratio"
     mutated = "num = np.asarray(num, dtype=None)"
     why = "np.asarray of ints and floats gives the same division result"
@@ -69,17 +70,17 @@ class Target:
 # (test_summary_matrix.py builds every evaluation's outcomes, ~62 s) costs that much per mutant.
 # New tests for a module go in a file these globs match (unit/test_metrics_*.py, ...).
 MODULES: dict[str, Target] = {
-    "support/metrics.py": Target(
+    "support/statistics/metrics.py": Target(
         (),
         ("unit/test_metrics*.py", "unit/test_comparisons*.py", "unit/test_nyu_summary*.py"),
         "accuracy, precision/recall/F1, cluster-bootstrap intervals",
     ),
-    "support/comparisons/stats.py": Target(
+    "support/statistics/paired.py": Target(
         (),
         ("unit/test_comparisons*.py", "unit/test_compare_runs*.py", "unit/test_contrasts*.py"),
         "paired differences, McNemar, Holm",
     ),
-    "support/cache.py": Target(
+    "support/client/response_cache.py": Target(
         ("cache_key",), ("unit/test_cache_*.py",), "which cached answer a request is served"
     ),
     "support/evaluations/pointing/parser.py": Target(
@@ -278,7 +279,8 @@ def load_equivalents() -> list[dict[str, str]]:
 
 
 def function_of(mutant: str) -> str:
-    """`support.metrics.x_safe_ratio__mutmut_3` -> `safe_ratio`; a method -> `Class.method`."""
+    """`support.statistics.metrics.x_safe_ratio__mutmut_3` -> `safe_ratio`; a method ->
+    `Class.method`."""
     name = mutant.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]
     return name.removeprefix("x_").removeprefix("xǁ").replace("ǁ", ".")
 

@@ -1,19 +1,20 @@
 """Run SurgVU 2026's official category-2 evaluator, unmodified, on a fixed set of answers.
 
-The golden file of unit/test_surgvqa_agreement.py is this script's output. The official code is
-not in this repository: point --evaluation at the `evaluation/` folder of a checkout of
-isi-challenges/surgvu26-category-2-eval-public and run this with a Python that has the packages
-its Dockerfile installs (CPU torch, then requirements.txt unpinned: bert-score,
+The golden file of unit/evaluations/surgvqa/test_surgvqa_agreement.py is this script's output. The
+official code is not in this repository: point --evaluation at the `evaluation/` folder of a
+checkout of isi-challenges/surgvu26-category-2-eval-public and run this with a Python that has the
+packages its Dockerfile installs (CPU torch, then requirements.txt unpinned: bert-score,
 sentence-transformers, nltk, rouge-score, psutil). The models are the stand-ins of
-support/testing/tiny_scorers.py, installed in a Hugging Face cache under the official ids (their
+support/doubles/tiny_scorers.py, installed in a Hugging Face cache under the official ids (their
 --hub-cache), so evaluate.py loads
 "roberta-large" and "cross-encoder/nli-deberta-v3-base" offline exactly as in its container:
 
-    python -m support.testing.tiny_scorers --out /tmp/ts --hub-cache /tmp/hf/hub
+    python -m support.doubles.tiny_scorers --out /tmp/ts --hub-cache /tmp/hf/hub
     python -m venv /tmp/official26 && /tmp/official26/bin/pip install torch==2.13.0 \\
         bert-score sentence-transformers nltk rouge-score psutil
     HF_HOME=/tmp/hf /tmp/official26/bin/python tools/surgvu26_official.py \\
-        --evaluation CHECKOUT/evaluation --commit REV --out unit/data/surgvu26_official.json
+        --evaluation CHECKOUT/evaluation --commit REV \\
+        --out unit/evaluations/surgvqa/data/surgvu26_official.json
 
 It lays the answers out as the grand-challenge platform gives them to the evaluator
 (input/predictions.json with one job per case, input/<pk>/output/visual-context-response.json,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.testing.suite_runs import link_shared_data
+from unit.helpers.suite_runs import link_shared_data
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A cache folder for the session's synthetic datasets, shared by the xdist workers of one
-    run (their base folders have one parent). Builds go through support.files.build_once (a
+    run (their base folders have one parent). Builds go through support.storage.files.build_once (a
     file lock, then a rename), so each dataset is built once per run, not once per test."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):

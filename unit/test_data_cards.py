@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from support import evaluations
-from support.evaluation import EvaluationSpec
+from support.contract.evaluation import EvaluationSpec
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
 BUILT_IN = ("pointing", "pgt", "nyu_distance", "surgvqa", "dynamic")
 # the public originals each card must link (the write-ups' code, or the official evaluators)
 ORIGINALS = {

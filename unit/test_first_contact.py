@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from rounds_runs import CONFTEST, TEST_MODULE, plant_rounds, rounds_args
 
 # the data checks' lazy imports, made at collection: a module first imported during a pytester
 # test is dropped afterwards, and numpy's extensions cannot be imported a second time
@@ -23,8 +22,9 @@ from support import evaluations
 from support.backends import registry
 from support.backends.gemini import GeminiBackend
 from support.backends.transformers_local import TransformersBackend
-from support.evaluation import OptionError
+from support.contract.evaluation import OptionError
 from support.settings import RunSettings
+from unit.helpers.rounds_runs import CONFTEST, TEST_MODULE, plant_rounds, rounds_args
 
 HERE = Path(__file__).parent
 SECRET = "sk-first-contact-0123456789"  # a key value that must never be printed
@@ -195,7 +195,7 @@ def test_a_run_started_in_a_subfolder_writes_under_the_rootdir(tmp_path, no_keys
     root = tmp_path / "repo"
     sub = root / "evals"
     sub.mkdir(parents=True)
-    shutil.copy(HERE / "rounds_evaluation.py", root / "rounds_evaluation.py")
+    shutil.copy(HERE.parent / "examples" / "rounds_evaluation.py", root / "rounds_evaluation.py")
     (root / "pytest.ini").write_text("[pytest]\n")
     (root / "conftest.py").write_text(CONFTEST)
     (sub / "test_rounds.py").write_text(TEST_MODULE)

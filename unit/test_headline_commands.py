@@ -22,7 +22,7 @@ from fixtures import distribution
 from support.backends import registry
 from support.backends.vllm_local import CPU_BUILD_DOC, gpu_visible, vllm_missing
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from support.tables import usage_table
-from support.testing.suite_runs import link_shared_data
+from support.reporting.tables import usage_table
 from support.types import Outcome, Usage
+from unit.helpers.suite_runs import link_shared_data
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -131,7 +131,7 @@ def test_html_page_is_not_the_answers_size(run_suite, tmp_path, monkeypatch):
 
 
 def test_shown_never_splits_a_surrogate_pair():
-    from support.shown_text import SHOWN_CHARS, shown
+    from support.reporting.shown_text import SHOWN_CHARS, shown
 
     text = "a" * (SHOWN_CHARS - 1) + "\ud83d\ude00" + "b" * 10  # a pair across the limit
     cut = shown(text)

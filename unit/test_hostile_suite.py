@@ -1,8 +1,8 @@
 """Every registered evaluation's quick subset, end to end, against hostile answers (issue 25).
 
 One run per evaluation (support.evaluations.names(), so an evaluation added later is covered with
-no edit here) with three scripted models from unit/hostile_answers.py: `reply` and `second` answer
-every request with one hostile class in turn (1 MB, NUL, lone surrogates, 10k-deep JSON, 100k
+no edit here) with three scripted models from unit/helpers/hostile_answers.py: `reply` and `second`
+answer every request with one hostile class in turn (1 MB, NUL, lone surrogates, 10k-deep JSON, 100k
 repeats of the target answer, +-1e308 / NaN / inf / -0, RTL and zero-width, prompt injection,
 empty), `faulty` also raises on its first request and every 50th. Hostile answers are wrong answers:
 the run ends with exit 0 or 1, every case has an outcome, junit has <error>s only for the faults
@@ -13,22 +13,27 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import hostile_answers
 import pandas as pd
 import pytest
 
 from conftest import CHILD_PYTEST_FLAGS, child_pytest
 from support import evaluations
-from support.testing.suite_runs import cache_with_shared_data, link_shared_data
+from unit.helpers import hostile_answers
+from unit.helpers.suite_runs import cache_with_shared_data, link_shared_data
 
 # every test here runs the suite in a subprocess; the runs that several tests read are module
 # fixtures, so the module's tests share one worker
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile_suite")]
 
 HERE = Path(__file__).parent
+# a child imports the scripted models by module name: this folder\'s and unit/helpers/\'s
+CHILD_PATH = os.pathsep.join(
+    map(str, (HERE, Path(__file__).resolve().parents[1] / "unit" / "helpers"))
+)
 REPO = HERE.parent
 MODELS = {
     "hostile": "scripted:hostile_answers:reply",
@@ -67,10 +72,10 @@ def quick_run(evaluation: str, tmp_path: Path, shared_cache: Path, run_id: str) 
 def hostile_runs(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path):
     """hostile_runs(evaluation) -> (RunResult, run folder, results folder, answer log lines): one
     quick run per evaluation, made on first use and shared by the tests that read it (read-only).
-    Its models are the hostile ones (MODELS) and the payload model of unit/hostile_pages.py
+    Its models are the hostile ones (MODELS) and the payload model of unit/helpers/hostile_pages.py
     (issue 34), so one run serves the hostile-answers checks and the report-page checks; it
     writes report.html (self-contained) and junit.xml."""
-    import hostile_pages
+    from unit.helpers import hostile_pages
 
     runs: dict[str, tuple[pytest.RunResult, Path, Path, list[str]]] = {}
 
@@ -79,7 +84,7 @@ def hostile_runs(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path):
             where = tmp_path_factory.mktemp(f"hostile-{evaluation}")
             log = where / "answers.log"
             with pytest.MonkeyPatch.context() as mp:
-                mp.setenv("PYTHONPATH", str(HERE))
+                mp.setenv("PYTHONPATH", CHILD_PATH)
                 mp.setenv("HOSTILE_LOG", str(log))
                 result = child_pytest(
                     where,
@@ -110,7 +115,7 @@ def _param_id(case: ET.Element) -> str:
 
 @pytest.mark.parametrize("evaluation", evaluations.names())
 def test_hostile_answers_and_faults_cost_no_run(hostile_runs, evaluation):
-    import hostile_pages
+    from unit.helpers import hostile_pages
 
     result, where, out, log = hostile_runs(evaluation)
     text = result.stdout.str() + result.stderr.str()
@@ -166,10 +171,10 @@ def test_hostile_answers_and_faults_cost_no_run(hostile_runs, evaluation):
 @pytest.mark.parametrize("evaluation", evaluations.names())
 def test_report_pages_run_no_data(hostile_runs, evaluation):
     """Issue 34: the quick subset with a model whose name is a script payload, answering payloads
-    and failing one request with one (unit/hostile_pages.py), beside the hostile models (the run
-    of test_hostile_answers_and_faults_cost_no_run). report.html, rendered in headless Chromium,
+    and failing one request with one (unit/helpers/hostile_pages.py), beside the hostile models (the
+    run of test_hostile_answers_and_faults_cost_no_run). report.html, rendered in headless Chromium,
     shows them as text and runs none; report.md holds no raw markup."""
-    import hostile_pages
+    from unit.helpers import hostile_pages
 
     if hostile_pages.chromium() is None:
         pytest.skip("no Chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)")

@@ -44,7 +44,7 @@ from support.images import (
 )
 from support.types import Part
 
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).resolve().parents[1]
 HANG_BOUND_S = 60  # seconds a child reading a looping PostScript file may take (it reads nothing)
 needs_gs = pytest.mark.skipif(shutil.which("gs") is None, reason="Ghostscript (gs) not installed")
 

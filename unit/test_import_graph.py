@@ -2,9 +2,9 @@
 
 - `support` imports none of `fixtures`, `reports` and the tests; `reports` imports no `fixtures`.
 - The core (every module of `support` outside `support/evaluations/<name>/` and
-  `support/testing/`) imports no evaluation's package: the registry names them by string.
+  `support/doubles/`) imports no evaluation's package: the registry names them by string.
 - An evaluation's package imports the core and its own modules, never another evaluation's nor
-  `support.testing`.
+  `support.doubles`.
 - No circle: no two files import each other, directly or round a loop, and no two rooms (a
   module or package of `support`, `reports`, `fixtures`) do, so every room has a floor and no
   arrow runs back up.
@@ -53,12 +53,16 @@ def test_the_five_evaluations_are_packages_of_support_evaluations():
     for name in EVALUATIONS:  # each holds all of it, its sample data included
         found = {p.name for p in (REPO / "support" / "evaluations" / name).iterdir()}
         sample = "assets.py" if name == "dynamic" else "synthetic.py"  # dynamic's: procedural
-        assert {"spec.py", "task.py", "rules.py", sample} <= found, name
+        assert {"spec.py", "task.py", "profiles.py", sample} <= found, name
+        assert "rules.py" not in found, name  # the compat choices are profiles
     assert not list((REPO / "support" / "synthetic").glob("*.py"))  # (a stale __pycache__ may stay)
 
 
-@pytest.mark.parametrize("layer, forbidden", [("support", ("fixtures", "reports", "unit")),
-                                              ("reports", ("fixtures", "unit"))])  # fmt: skip
+@pytest.mark.parametrize(
+    "layer, forbidden",
+    [("support", ("fixtures", "reports", "unit", "examples")),
+     ("reports", ("fixtures", "unit", "examples"))],
+)  # fmt: skip
 def test_layers_import_one_way(layer, forbidden):
     wrong = [
         f"{p.relative_to(REPO)}: {m}"
@@ -69,20 +73,49 @@ def test_layers_import_one_way(layer, forbidden):
     assert not wrong
 
 
+def test_the_pytest_side_never_imports_the_after_the_run_tool():
+    """support/compare/ (vlmbench-compare) reads run folders after a run; the reporter and the
+    plugins never import it, and nothing else of support does."""
+    wrong = [
+        f"{p.relative_to(REPO)}: {m}"
+        for folder in ("reports", "fixtures", "support")
+        for p, found in modules(folder).items()
+        if "compare" not in p.relative_to(REPO).parts
+        for m in found
+        if m.split(".")[:2] == ["support", "compare"]
+    ]
+    assert not wrong
+
+
+def test_rooms_say_what_they_hold():
+    """support/ keeps at most 8 modules at its top level (the rest live in packages named for
+    their concern), and outside the evaluations' own packages no two modules of the house share
+    a file name."""
+    top = [p.name for p in (REPO / "support").glob("*.py") if p.name != "__init__.py"]
+    assert len(top) <= 8, top
+    seen: dict[str, list[str]] = {}
+    for folder in ("support", "reports", "fixtures"):
+        for p in (REPO / folder).rglob("*.py"):
+            if p.name in ("__init__.py", "__main__.py") or (folder == "support" and owner(p)):
+                continue
+            seen.setdefault(p.name, []).append(str(p.relative_to(REPO)))
+    assert not {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
 def test_the_core_imports_no_evaluation_and_evaluations_not_each_other():
     wrong = []
     for path, found in modules("support").items():
         mine = owner(path)
-        in_testing = path.relative_to(REPO / "support").parts[0] == "testing"
+        in_doubles = path.relative_to(REPO / "support").parts[0] == "doubles"
         for m in found:
             parts = m.split(".")
-            if parts[:2] == ["support", "testing"] and mine is not None:
+            if parts[:2] == ["support", "doubles"] and mine is not None:
                 wrong.append(f"{path.relative_to(REPO)}: {m} (an evaluation imports a test double)")
             if parts[:2] != ["support", "evaluations"] or len(parts) < 3:
                 continue
             if parts[2] not in EVALUATIONS:
                 continue  # the registry's own names (support.evaluations.register, ...)
-            if mine is None and not in_testing:
+            if mine is None and not in_doubles:
                 wrong.append(f"{path.relative_to(REPO)}: {m} (the core imports an evaluation)")
             elif mine is not None and parts[2] != mine:
                 wrong.append(f"{path.relative_to(REPO)}: {m} (another evaluation's module)")

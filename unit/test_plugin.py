@@ -40,7 +40,7 @@ def serial(module_run_suite, cholecseg8k: Path) -> tuple[pytest.RunResult, Path]
 def run(run_suite, cholecseg8k: Path):
     """run(*args, cache="c") -> (RunResult, results folder of the pointing run). A cache folder a
     test has not used yet holds no responses; its prepared tables and canvases are the session's
-    (support.testing.suite_runs.SHARED_PARTS)."""
+    (unit.helpers.suite_runs.SHARED_PARTS)."""
 
     def _run(*args: str, cache: str = "cache", run_id: str = "r1", plugins: str | None = None):
         extra = ["-p", plugins] if plugins else []

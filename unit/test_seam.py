@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from rounds_evaluation import N_TASKS, SEQUENCES, next_tasks, truth
-from rounds_runs import plant_rounds, rounds_args
+
+from examples.rounds_evaluation import N_TASKS, SEQUENCES, next_tasks, truth
+from unit.helpers.rounds_runs import plant_rounds, rounds_args
 
 HERE = Path(__file__).parent
 
@@ -48,7 +49,7 @@ def test_rounds_serial_and_xdist_agree_and_follow_the_history(suite, tmp_path):
     assert len({r["case_id"] for r in rows}) == len(rows)
     calls = pd.read_csv(tmp_path / "results" / "rounds" / "serial" / "calls.csv")
     assert set(calls["backend_calls"]) == {1}  # each outcome counts its own call
-    # no summary module: the stock one (support.reporting:BINARY), accuracy per model
+    # no summary module: the stock one (support.contract.binary_summary:BINARY), accuracy per model
     summary = pd.read_csv(tmp_path / "results" / "rounds" / "serial" / "summary.csv")
     summary = summary.set_index("model")
     for model in ("oracle", "chance"):

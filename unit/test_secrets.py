@@ -18,16 +18,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from api_runs import api_env, run_evaluation
 
 from support import secrets as api_keys
 from support.backends.base import BackendError
 from support.backends.redacted_logs import install_log_redaction
 from support.backends.registry import BackendOptions, availability, create_backend
+from support.doubles.loopback import LoopbackServer
 from support.secrets import redact, register_url
-from support.testing.loopback import LoopbackServer
-from support.testing.suite_runs import files_following_links
 from support.types import Part, Request
+from unit.helpers.api_runs import api_env, run_evaluation
+from unit.helpers.suite_runs import files_following_links
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")

@@ -25,9 +25,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import Answer, ApiBackend
-from support.backends.api_models import PLAIN_RULES, Rules, plan
+from support.backends.api_models import PLAIN_RULES, RequestRules, plan
 from support.backends.base import NATIVE_PREFILL, register_provider
-from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
+from support.backends.batch_protocol import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
 from support.backends.thinking import Thinking
 from support.types import Request, Response, Usage
@@ -46,8 +46,8 @@ KEY_CHARS = 54  # of a cache key in a custom_id: 54 + "-" + 4 digits + "-" + 4 d
 # with the intent's nonce in front (12 hex + "_"): 13 + 41 + 10 = 64
 NONCE_KEY_CHARS = 41
 # Message Batches carry no metadata (docs.anthropic.com/en/api/creating-message-batches: only
-# `requests`), so the intent's nonce (support/batches.py) rides in each item's custom_id; the
-# list (docs.anthropic.com/en/api/listing-message-batches: "most recently created batches are
+# `requests`), so the intent's nonce (support/client/batch_queue.py) rides in each item's custom_id;
+# the list (docs.anthropic.com/en/api/listing-message-batches: "most recently created batches are
 # returned first", up to 1,000 a page) shows it only through an ended batch's results
 LIST_PAGE = 100  # batches a list page
 
@@ -71,7 +71,7 @@ def anthropic_params(
     request: Request,
     model_id: str,
     *,
-    rules: Rules = PLAIN_RULES,
+    rules: RequestRules = PLAIN_RULES,
     thinking: Thinking | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of `messages.create` for one sample of `request`, fitted to the
@@ -231,7 +231,7 @@ class AnthropicBackend(ApiBackend):
             self.name, latency_s=time.perf_counter() - start, adapted=adapted
         )
 
-    # ---- Message Batches (--batch, support/batches.py) ------------------------------------
+    # ---- Message Batches (--batch, support/client/batch_queue.py) ----------------------------
     batch_limits = ANTHROPIC_BATCH_LIMITS
 
     async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:

@@ -11,7 +11,7 @@ proxy's answers are never served as the vendor's. The vendor's own endpoint is l
 identity, so a default run keys exactly as before and users' caches stay valid; any other
 endpoint enters it (an `openai-compatible:` server always does: its model ids are its own).
 Never the SDK version: an SDK upgrade sends the same requests to the same model, so cached
-answers stay valid (bump support.cache.SCHEMA_VERSION to invalidate deliberately).
+answers stay valid (bump support.client.response_cache.SCHEMA_VERSION to invalidate deliberately).
 
 Every 429 the SDK's HTTP client receives, its own retries included, is told to
 `rate_limit_listeners` (the model client's adaptive concurrency) through an httpx response hook
@@ -38,9 +38,8 @@ from support.backends.base import (
     missing_module,
 )
 from support.backends.redacted_logs import install_log_redaction
-from support.backends.retry import backend_error, call_with_retry
+from support.backends.retry import backend_error, call_with_retry, retry_after_s
 from support.backends.thinking import Thinking
-from support.concurrency import retry_after_s
 from support.secrets import PLACEHOLDER_KEY, register_secret, register_url, url_credentials
 from support.types import Request, Response, Usage
 
@@ -73,7 +72,7 @@ class ApiBackend(Backend):
     """Base of OpenAIChatBackend, AnthropicBackend and GeminiBackend: a provider of kind "api",
     built by `create` from its key variables and the session's endpoint settings."""
 
-    default_concurrency: int | str = "auto"  # support/concurrency.py: AIMD on 429s
+    default_concurrency: int | str = "auto"  # support/client/concurrency.py: AIMD on 429s
     reads_hints = False
     kind: ClassVar[str] = "api"
     extra: ClassVar[str] = "api"

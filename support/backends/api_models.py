@@ -1,12 +1,12 @@
 """The API models: what each one's API accepts, what it costs, and how a request is fitted to it.
 
 One table (`API_MODELS`): each registered API model with its list and batch prices (USD per 1M
-tokens, the date taken) and its request rules (`Rules`). A model id the table does not hold
+tokens, the date taken) and its request rules (`RequestRules`). A model id the table does not hold
 (`anthropic:claude-opus-4-9`) gets the rules of its generation, read from the id
 (`rules_for`): the vendors name their generations in their ids, and the rules change by
 generation (docs/api-models.md gives each rule's source and the date it was read).
 
-`Rules` say what a model's API takes: temperature (any; none: refused, so omitted and the
+`RequestRules` say what a model's API takes: temperature (any; none: refused, so omitted and the
 provider's default used; or only at effort "none"), which token-limit field, whether a final
 assistant turn (a prefill) is continued, its thinking control (none, an effort level, a token
 budget, Anthropic's adaptive thinking with an effort, Gemini 3's thinking level) with the values
@@ -18,7 +18,7 @@ has no `n`: anthropic_messages.py sends a call a sample).
 request with a prefill moved into the user turn where the model takes none, the temperature or
 None, the token limit grown by the thinking allowance, the thinking setting) and what was adapted
 (recorded in the Response, the outcome and the manifest). The backends build their bodies from a
-Plan only, so no request a documented rule refuses is sent (support/testing/loopback_rules.py
+Plan only, so no request a documented rule refuses is sent (support/doubles/loopback_validation.py
 refuses them as the vendors do, and the tests send every evaluation through it).
 """
 
@@ -56,7 +56,7 @@ TEMPERATURE_OMITTED_THINKING = "temperature omitted: the provider's default (ref
 
 
 @dataclass(frozen=True)
-class Rules:
+class RequestRules:
     """What one model's API accepts (the module docstring)."""
 
     temperature: str = ANY  # ANY, REFUSED or AT_EFFORT_NONE
@@ -120,7 +120,7 @@ class Rules:
         return self.allowance
 
 
-PLAIN_RULES = Rules()  # a model that takes everything and does not think
+PLAIN_RULES = RequestRules()  # a model that takes everything and does not think
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class ApiModel:
     price: tuple[float, float]  # USD per 1M (input, output) tokens, standard tier
     batch_price: tuple[float, float] | None  # USD per 1M through the batch API; None: none
     taken: str  # the date the prices were read
-    rules: Rules | None = None  # None: its generation's
+    rules: RequestRules | None = None  # None: its generation's
     note: str = ""
 
 
@@ -148,7 +148,7 @@ class Plan:
     adapted: tuple[str, ...] = ()
 
 
-def plan(request: Request, rules: Rules, thinking: Thinking | None = None) -> Plan:
+def plan(request: Request, rules: RequestRules, thinking: Thinking | None = None) -> Plan:
     """Fit `request` to a model with `rules` (module docstring)."""
     adapted: list[str] = []
     thinks = rules.thinks(thinking)
@@ -169,7 +169,7 @@ def plan(request: Request, rules: Rules, thinking: Thinking | None = None) -> Pl
 
 
 def output_bound(
-    request: Request, rules: Rules = PLAIN_RULES, thinking: Thinking | None = None
+    request: Request, rules: RequestRules = PLAIN_RULES, thinking: Thinking | None = None
 ) -> int:
     """The most output tokens `request` can be billed for: its limit as sent (the answer's
     plus the room for thinking, `plan`) for each sample. What --dry-run and --max-cost count."""
@@ -199,14 +199,14 @@ OPENAI_SOURCES = (
 GPT6_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 
-def openai_rules(model_id: str) -> Rules:
-    """Rules of an OpenAI model id by its generation: reasoning models (o-series, GPT-5, GPT-6)
-    take `max_completion_tokens` and a `reasoning_effort`, and temperature only at effort
+def openai_rules(model_id: str) -> RequestRules:
+    """RequestRules of an OpenAI model id by its generation: reasoning models (o-series, GPT-5,
+    GPT-6) take `max_completion_tokens` and a `reasoning_effort`, and temperature only at effort
     "none" where they have it."""
     model = model_id.lower()
     if not OPENAI_REASONING.match(model):
-        return Rules(max_images=500, sources=OPENAI_SOURCES[:1])
-    base = Rules(
+        return RequestRules(max_images=500, sources=OPENAI_SOURCES[:1])
+    base = RequestRules(
         temperature=REFUSED,
         token_field="max_completion_tokens",
         thinking=EFFORT,
@@ -230,7 +230,9 @@ def openai_rules(model_id: str) -> Rules:
     return with_effort_none(base, ("low", "medium", "high") + (("xhigh",) if minor >= 2 else ()))
 
 
-def with_effort_none(rules: Rules, efforts: tuple[str, ...], default: str = "none") -> Rules:
+def with_effort_none(
+    rules: RequestRules, efforts: tuple[str, ...], default: str = "none"
+) -> RequestRules:
     """`rules` of a reasoning model that also takes effort "none" (no reasoning), where and
     only where temperature is accepted."""
     return dataclasses.replace(
@@ -261,12 +263,12 @@ def claude_version(model_id: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2) or 0)) if m else None
 
 
-def anthropic_rules(model_id: str) -> Rules:
-    """Rules of a Claude id by its version: manual thinking from 3.7 to 4.5; from 4.6 no
+def anthropic_rules(model_id: str) -> RequestRules:
+    """RequestRules of a Claude id by its version: manual thinking from 3.7 to 4.5; from 4.6 no
     prefill and adaptive thinking with an effort; from 4.7 no temperature; from 5 thinking on
     by default."""
     version = claude_version(model_id) or (0, 0)
-    plain = Rules(max_images=100, sources=ANTHROPIC_SOURCES[3:])
+    plain = RequestRules(max_images=100, sources=ANTHROPIC_SOURCES[3:])
     if version < (3, 7):  # no extended thinking
         return plain
     manual = dataclasses.replace(
@@ -307,11 +309,11 @@ GEMINI_SOURCES = (
 GEMINI_ROOM = 32_768  # a thinking level's room: the largest 2.5 budget (the suite's choice)
 
 
-def gemini_rules(model_id: str) -> Rules:
-    """Rules of a Gemini id by its generation: 2.5 thinks within a budget (dynamic by
+def gemini_rules(model_id: str) -> RequestRules:
+    """RequestRules of a Gemini id by its generation: 2.5 thinks within a budget (dynamic by
     default), 3 at a level; both count thinking against maxOutputTokens."""
     model = model_id.lower()
-    plain = Rules(token_field="max_output_tokens", max_images=3000, sources=GEMINI_SOURCES)
+    plain = RequestRules(token_field="max_output_tokens", max_images=3000, sources=GEMINI_SOURCES)
     if re.match(r"^gemini-[3-9]", model):
         levels = ("low", "high") if "pro" in model else ("low", "medium", "high")
         return dataclasses.replace(
@@ -356,7 +358,7 @@ def _half(price: tuple[float, float]) -> tuple[float, float]:
 
 
 def _row(model_id: str, provider: str, price: tuple[float, float], taken: str = _NOW,
-         rules: Rules | None = None, note: str = "") -> ApiModel:  # fmt: skip
+         rules: RequestRules | None = None, note: str = "") -> ApiModel:  # fmt: skip
     return ApiModel(model_id, provider, price, _half(price), taken, rules, note)
 
 
@@ -398,7 +400,7 @@ API_MODELS: tuple[ApiModel, ...] = (
 BY_ID: dict[str, ApiModel] = {m.model_id: m for m in API_MODELS}
 
 
-def rules_for(provider: str, model_id: str) -> Rules:
+def rules_for(provider: str, model_id: str) -> RequestRules:
     """A model's rules: its table row's own, else its generation's (RULES_OF), else the
     default (no thinking, everything accepted) for a provider without rules
     (openai-compatible: servers, whose models are their own)."""
@@ -437,7 +439,7 @@ def batch_cost_usd(provider: str, model_id: str, usage: Usage) -> float | None:
     return _priced(row.batch_price if row and row.provider == provider else None, usage)
 
 
-def describe(rules: Rules, thinking: Thinking | None) -> Mapping[str, str]:
+def describe(rules: RequestRules, thinking: Thinking | None) -> Mapping[str, str]:
     """The manifest's words for a model's rules and thinking setting."""
     out = {
         "temperature": rules.temperature,
@@ -451,7 +453,7 @@ def describe(rules: Rules, thinking: Thinking | None) -> Mapping[str, str]:
     return out
 
 
-def sent_fields(rules: Rules, thinking: Thinking | None = None) -> str:
+def sent_fields(rules: RequestRules, thinking: Thinking | None = None) -> str:
     """The request fields a model is sent, in words (docs/api-models.md's table)."""
     fields = [f"`{rules.token_field}`"]
     if rules.temperature == ANY:
@@ -469,7 +471,7 @@ def sent_fields(rules: Rules, thinking: Thinking | None = None) -> str:
     return ", ".join(fields)
 
 
-def adaptations(rules: Rules) -> str:
+def adaptations(rules: RequestRules) -> str:
     """What the suite changes of a request for a model, in words (docs/api-models.md)."""
     out = []
     if not rules.prefill:
@@ -490,7 +492,7 @@ def adaptations(rules: Rules) -> str:
     return "; ".join(out) or "none"
 
 
-def thinking_values(rules: Rules) -> str:
+def thinking_values(rules: RequestRules) -> str:
     """The thinking values a model takes and its default, in words."""
     if rules.thinking == NO_THINKING:
         return "none"
@@ -505,7 +507,7 @@ def thinking_values(rules: Rules) -> str:
 
 
 def markdown_table() -> str:
-    """The registered API models as docs/api-models.md shows them (unit/test_api_models.py
+    """The registered API models as docs/api-models.md shows them (unit/backends/test_api_models.py
     checks the page holds exactly this)."""
     lines = [
         "| model | USD / 1M in, out (batch) | taken | sent | thinking | adapted |",

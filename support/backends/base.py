@@ -111,7 +111,7 @@ class Backend:
     max_batch: int | None = None
     default_concurrency: int = 8
     # the modalities its model reads; a request holding another is refused, request by request
-    # (support.engine.ModelClient), so no backend is ever handed a part it cannot send
+    # (support.client.engine.ModelClient), so no backend is ever handed a part it cannot send
     modalities: frozenset[str] = DEFAULT_MODALITIES
 
     # -- what the provider is (class traits, read without building anything) ---------------------

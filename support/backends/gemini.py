@@ -23,9 +23,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import Answer, ApiBackend
-from support.backends.api_models import PLAIN_RULES, Rules, plan
+from support.backends.api_models import PLAIN_RULES, RequestRules, plan
 from support.backends.base import BackendError, register_provider
-from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
+from support.backends.batch_protocol import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, is_malformed
 from support.backends.thinking import Thinking
 from support.types import Request, Response, Usage
@@ -43,10 +43,10 @@ RETRY_MAX_DELAY_S = 8.0
 # to 20 MB a batch request; larger rounds go as several batches (a file upload, up to 2 GB, is
 # not used here)
 GEMINI_BATCH_LIMITS = BatchLimits(requests=100_000, bytes=20 * 2**20)
-# the intent's nonce (support/batches.py) rides in the job's display name
+# the intent's nonce (support/client/batch_queue.py) rides in the job's display name
 # (ai.google.dev/api/batch-mode: `GenerateContentBatch.displayName`, "the user-defined name of
 # this batch"), which batches.list returns; the list's order is not documented, so it is read
-# whole (at most support.batches.MAX_LISTED jobs), LIST_PAGE a page
+# whole (at most support.client.batch_queue.MAX_LISTED jobs), LIST_PAGE a page
 NONCE_PREFIX = "vlmbench-intent-"
 LIST_PAGE = 100
 
@@ -62,7 +62,7 @@ GEMINI_ENDINGS = {
 
 
 def gemini_contents(
-    request: Request, *, rules: Rules = PLAIN_RULES, thinking: Thinking | None = None
+    request: Request, *, rules: RequestRules = PLAIN_RULES, thinking: Thinking | None = None
 ) -> tuple[list[types.Content], types.GenerateContentConfig]:
     """`contents` and `config` of `models.generate_content` for `request`, fitted to the
     model's `rules` and `thinking` setting (api_models.plan): `max_output_tokens` grown by the
@@ -207,9 +207,9 @@ class GeminiBackend(ApiBackend):
         google-genai sends through aiohttp whenever aiohttp is importable, and there a timed-out
         attempt ends the call (a bare TimeoutError, not retried). A transport of our own keeps
         it on httpx2, whose timeouts it retries, whatever else is installed
-        (unit/test_api_pointing.py's fault test failed with aiohttp installed before). That
-        transport is the guard's (http_guard.py: the deadline an attempt, body caps, keys kept to
-        their origin)."""
+        (unit/evaluations/pointing/test_api_pointing.py's fault test failed with aiohttp installed
+        before). That transport is the guard's (http_guard.py: the deadline an attempt, body caps,
+        keys kept to their origin)."""
         from google.genai import types
 
         own = None
@@ -264,7 +264,7 @@ class GeminiBackend(ApiBackend):
             request, lambda: self._once(contents, config), gemini_retryable, adapted
         )
 
-    # ---- Batch Mode (--batch, support/batches.py) -----------------------------------------
+    # ---- Batch Mode (--batch, support/client/batch_queue.py) ---------------------------------
     batch_limits = GEMINI_BATCH_LIMITS
 
     async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:

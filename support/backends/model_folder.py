@@ -4,8 +4,8 @@ The revision enters the response cache identity, so it must change whenever the 
 weights at the same path must never serve old answers. For a local folder it is sha256 over the
 config, tokenizer and template files (CONFIG_FILES, whole) and, for each weight file
 (WEIGHT_PATTERNS, top level, sorted), its name, size and content sha256. Weight hashes come from
-a FileHashes memo (support.file_hashes, `<cache-dir>/file-hashes.json`, keyed by path, size and
-mtime), so the hash costs one read per new or changed file and nothing on later runs. For a hub
+a FileHashes memo (support.storage.file_hashes, `<cache-dir>/file-hashes.json`, keyed by path, size
+and mtime), so the hash costs one read per new or changed file and nothing on later runs. For a hub
 id it is the commit of the snapshot in the local Hugging Face cache (found offline, never on the
 network), or else the id itself.
 """
@@ -16,8 +16,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from support.bounded_json import TooDeep, loads
-from support.file_hashes import HASH_MEMO, FileHashes
+from support.storage.bounded_json import TooDeep, loads
+from support.storage.file_hashes import HASH_MEMO, FileHashes
 
 # small files that determine the answers, hashed whole into the revision of a local model
 CONFIG_FILES = (

@@ -22,8 +22,8 @@ How it is found, never re-implemented here:
   12845056 px, factor 28) a 640x512 frame becomes 644x504.
 
 qwen-vl-utils (the Qwen families' own reference for smart_resize; 0.0.14) gives the same sizes as
-transformers on every size unit/test_model_frames.py pins but one: a sliver whose short side
-rounds to 0 (300x7: 308x28 there, 392x28 in transformers), where the model sees transformers'
+transformers on every size unit/backends/test_model_frames.py pins but one: a sliver whose short
+side rounds to 0 (300x7: 308x28 there, 392x28 in transformers), where the model sees transformers'
 size. It is not used here: it imports torchvision when imported. It also resizes before the
 processor when a client uses it (`fetch_image`); the suite's backends do not, so the processor's
 settings alone decide.

@@ -22,7 +22,8 @@ timeouts and error types, and the same `ChatCompletion` back): `chat.completions
 JSON-encode every image's base64 again on each request (a 1-2 MB string escaped and copied per
 call, most of the client's CPU on a frame shared by dozens of questions), where `openai_body`
 splices each part's base64, encoded once (`Part.b64_ascii`), into a JSON skeleton. The bytes are
-the JSON `create` sends for the same `openai_params` (unit/test_api_backends.py checks both).
+the JSON `create` sends for the same `openai_params` (unit/backends/test_api_backends.py checks
+both).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import Answer, ApiBackend, public_url
-from support.backends.api_models import PLAIN_RULES, Rules, plan
+from support.backends.api_models import PLAIN_RULES, RequestRules, plan
 from support.backends.base import (
     NATIVE_PREFILL,
     Backend,
@@ -44,7 +45,7 @@ from support.backends.base import (
     BackendUnavailable,
     register_provider,
 )
-from support.backends.batch_api import BatchLimits, BatchState, ListedBatch, creation_error
+from support.backends.batch_protocol import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, is_malformed
 from support.backends.thinking import Thinking
 from support.types import Part, Request, Response, Usage
@@ -95,7 +96,7 @@ def openai_params(
     native_prefill: bool,
     image_url: Callable[[Part], str] = data_url,
     *,
-    rules: Rules = PLAIN_RULES,
+    rules: RequestRules = PLAIN_RULES,
     thinking: Thinking | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of `chat.completions.create` for `request`, fitted to the model's
@@ -135,7 +136,7 @@ def openai_body(
     model_id: str,
     native_prefill: bool,
     *,
-    rules: Rules = PLAIN_RULES,
+    rules: RequestRules = PLAIN_RULES,
     thinking: Thinking | None = None,
 ) -> bytes:
     """The JSON body of the Chat Completions call for `request`: what `chat.completions.create(
@@ -206,8 +207,8 @@ OPENAI_ENDINGS = {
 }
 
 
-# the batch's metadata key carrying its intent's nonce (support/batches.py): `metadata` on
-# batches.create, up to 16 string pairs, returned by retrieve and list
+# the batch's metadata key carrying its intent's nonce (support/client/batch_queue.py): `metadata`
+# on batches.create, up to 16 string pairs, returned by retrieve and list
 # (platform.openai.com/docs/api-reference/batch/create)
 NONCE_METADATA = "vlmbench_intent"
 # batches a list page (the API's most: platform.openai.com/docs/api-reference/batch/list)
@@ -340,7 +341,7 @@ class OpenAIChatBackend(ApiBackend):
         body = self.body(request)
         return await self._call(request, lambda: self._once(body), openai_retryable, adapted)
 
-    # ---- the Batch API (--batch, support/batches.py) ------------------------------------
+    # ---- the Batch API (--batch, support/client/batch_queue.py) ------------------------------
     batch_limits = OPENAI_BATCH_LIMITS
 
     async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:

@@ -60,7 +60,7 @@ from support.backends.base import (
     register_provider,
 )
 from support.backends.scripted import load_script
-from support.file_hashes import HASH_MEMO, FileHashes
+from support.storage.file_hashes import HASH_MEMO, FileHashes
 from support.types import MODALITIES, Request, Response, Usage
 
 SYNTAX = "python:<module>:<Factory>, e.g. python:my_package.models:PointQAModel"

@@ -63,7 +63,7 @@ from support.backends import (  # noqa: F401
     transformers_local,
     vllm_local,
 )
-from support.backends.api_models import API_MODELS, Rules, describe, rules_for
+from support.backends.api_models import API_MODELS, RequestRules, describe, rules_for
 from support.backends.base import (
     KINDS,
     UNSUPPORTED_PREFILL,
@@ -142,7 +142,7 @@ class ModelSpec:
         return self.backend_class.box_convention(self.model_id)
 
     @property
-    def rules(self) -> Rules | None:
+    def rules(self) -> RequestRules | None:
         """An API model's request rules (support/backends/api_models.py); None for others."""
         if self.kind != "api":
             return None
@@ -176,7 +176,7 @@ class ModelSpec:
         if family is not None:
             traits["family"] = family.name
         rules = self.rules
-        if rules is not None and rules != Rules():
+        if rules is not None and rules != RequestRules():
             traits.update(describe(rules, self.thinking))
         elif self.thinking is not None:
             traits["thinking"] = self.thinking.label

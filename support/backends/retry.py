@@ -11,8 +11,10 @@ deep in the SDK's exception chain it lies.
 
 from __future__ import annotations
 
+import email.utils
 import json
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 from support.backends.base import BackendError
@@ -87,3 +89,26 @@ async def call_with_retry(
         return await call()
 
     return await retrying(attempt)
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds a 429 asks the client to wait: `retry-after-ms`, else `retry-after` (seconds or
+    an HTTP date); None when neither is there or readable."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -18,7 +18,7 @@ hashes memoised in `<cache-dir>/file-hashes.json`; a hub id's locally cached com
 device type (cpu/cuda/mps: the dtype and kernels differ, so do the answers; the device index does
 not matter). Not the transformers or torch version: an upgrade re-using the same weights, template
 and dtype gives the same answers up to floating-point noise, so cached answers are kept (bump
-support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
+support.client.response_cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
 
 Thinking models (support/backends/local_thinking.py): a model is one when its own chat template
 writes `<think>` (Qwen3-VL-Thinking's opens the assistant turn with "<think>\n", so its output

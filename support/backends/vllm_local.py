@@ -26,7 +26,8 @@ Registered vLLM models and their engine settings live in the registry (support.b
 its revision (support.backends.model_folder: a local folder's weights by content, a hub id's
 cached commit) and the `vllm.LLM` arguments that change answers (engine settings, seed), not the
 GPU count, the batch size, the image limit or the vLLM version: an upgrade keeps cached answers
-(bump support.cache.SCHEMA_VERSION or run with --no-cache to re-generate deliberately).
+(bump support.client.response_cache.SCHEMA_VERSION or run with --no-cache to re-generate
+deliberately).
 
 Thinking models, as on `hf:` (support.backends.transformers_local): a model is one when its own
 chat template writes `<think>` (support.backends.local_thinking.template_thinks; Qwen3-VL-Thinking's

@@ -1,5 +1,7 @@
-"""The model client's layers: each a `Sender` (support/client/sending.py) with one job, wrapping
-the next; `ModelClient` (support/engine.py) assembles them for one model, outermost first:
+"""The model side between a case and its backend: the model client's layers, and beside them
+the policies they apply. The layers: each a `Sender` (support/client/sending.py) with one job,
+wrapping the next; `ModelClient` (support/client/engine.py) assembles them for one model, outermost
+first:
 
     API, reference:  Caching -> Timed -> Limited -> Capped -> BackendCall(backend.generate)
     local engines:   Caching -> Timed -> Capped -> BackendCall(MicroBatcher.submit)
@@ -13,14 +15,21 @@ the next; `ModelClient` (support/engine.py) assembles them for one model, outerm
   lookup (admission.py: the window of cases evaluating at once).
 - `Timed` (sending.py): an answer its backend did not time gets the time the request waited here.
 - `Limited` (limiting.py): at most a fixed number of requests in flight, or what the AIMD
-  controller (support/concurrency.py) allows.
-- `Capped` (capping.py): within the `--max-cost` caps (support/spending.py), only when there are.
+  controller (support/client/concurrency.py) allows.
+- `Capped` (capping.py): within the `--max-cost` caps (support/client/spending.py), only when there
+are.
 - `BackendCall` (sending.py): the call itself, counted (sent, in flight, peak); it tells the
   controller each answer's latency.
 - `MicroBatcher` (micro_batching.py): the requests waiting at one moment as one
   `Backend.generate_batch` call.
-- `Queued` (batch_api.py): the provider's batch API (support/batches.py); the queue stores the
+- `Queued` (queueing.py): the provider's batch API (support/client/batch_queue.py); the queue stores
+the
   answers it collects itself, so `Caching` stores nothing on that path and nothing is timed.
 
 Every layer runs on the engine's one event loop: no locks.
+
+The policies: the response cache (response_cache.py), adaptive concurrency (concurrency.py), the
+spending caps (spending.py), the batch queue (batch_queue.py) and what a dry run would send and
+cost (dry_run.py). engine.py runs the cases' coroutines on that loop and assembles each model's
+client.
 """

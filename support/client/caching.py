@@ -4,7 +4,7 @@
 does; a write that fails (disk full, I/O error) costs the cache entry only, is logged and warned
 once (naming the cache file), and later writes are still tried (a full disk may be freed, a lock
 released). The batch queue stores the answers it collects through the same `AnswerCache`
-(support/batches.py, built with its `put`).
+(support/client/batch_queue.py, built with its `put`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import warnings
 from typing import TYPE_CHECKING, Protocol
 
 from support.backends.base import BackendError
-from support.batches import BatchPending
+from support.client.batch_queue import BatchPending
+from support.client.spending import SpendingCapReached
 from support.secrets import redact
-from support.spending import SpendingCapReached
 from support.types import Request, Response
 
 if TYPE_CHECKING:
@@ -32,8 +32,8 @@ class CacheWriteWarning(UserWarning):
 
 
 class ResponseStore(Protocol):
-    """What `AnswerCache` reads and writes: support.cache.ResponseCache, or a dry run's
-    support.dry_run.ReadOnlyCache."""
+    """What `AnswerCache` reads and writes: support.client.response_cache.ResponseCache, or a dry
+    run's support.client.dry_run.ReadOnlyCache."""
 
     @property
     def path(self) -> object: ...

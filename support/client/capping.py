@@ -1,11 +1,11 @@
-"""The model client's spending layer (`--max-cost`, support/spending.py)."""
+"""The model client's spending layer (`--max-cost`, support/client/spending.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from support.batches import BatchPending
-from support.spending import Spending
+from support.client.batch_queue import BatchPending
+from support.client.spending import Spending
 from support.types import Request, Response, Usage
 
 if TYPE_CHECKING:

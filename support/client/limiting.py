@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from support.concurrency import AUTO, AdaptiveSemaphore, Aimd, AimdSettings
+from support.client.concurrency import AUTO, AdaptiveSemaphore, Aimd, AimdSettings
 from support.types import Request, Response
 
 if TYPE_CHECKING:

@@ -3,8 +3,8 @@
 
 `counting_sends()` counts, for one caller, the requests `BackendCall` sent on its behalf, answered
 or not: a request that failed after it went out has no Response to count it, so the per-case log
-(support.runner.LoggedClient) counts it this way ("model calls: N sent" counts it). The count
-lives in a context variable: each case runs in its own task, and every layer down to
+(support.contract.runner.LoggedClient) counts it this way ("model calls: N sent" counts it). The
+count lives in a context variable: each case runs in its own task, and every layer down to
 `BackendCall` runs in the caller's task.
 """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 
-from support.evaluation import EvaluationSpec
+from support.contract.evaluation import EvaluationSpec
 
 EVALUATIONS: dict[str, str] = {
     "pointing": "support.evaluations.pointing.spec:SPEC",

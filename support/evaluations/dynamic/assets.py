@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from support.files import build_once
+from support.storage.files import build_once
 
 VERSION = "v1"  # bump when the shapes, colours or point counts change: it names the cache folder
 METADATA_FILE = "metadata.jsonl"

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import built_label, existing_folder
-from support.evaluation import EvaluationSpec, Option, OptionError
-from support.evaluations.dynamic.rules import PROFILES, READ_RULES, WRITEUP, DynamicRules
+from support.contract.data_paths import built_label, existing_folder
+from support.contract.evaluation import EvaluationSpec, Option, OptionError
+from support.evaluations.dynamic.profiles import PROFILES, READ_RULES, WRITEUP, DynamicProfile
 from support.settings import RunSettings
 
 # The and AnyPoint's defaults (dynamic_evaluation/config.py: lambda 0.2, seed 42)
@@ -35,7 +35,9 @@ class DynamicSettings:
     data: str | None = None  # folder with metadata.jsonl, {object_id}.npy, optional layouts.json
     embedder: str = EMBEDDER
     categories: tuple[str, ...] | None = None  # None: every category
-    rules: DynamicRules = WRITEUP  # by --compat (rules.py): the search's rules, prompt, parser
+    profile: DynamicProfile = (
+        WRITEUP  # by --compat (profiles.py): the search's rules, prompt, parser
+    )
 
 
 def format_lambda(lam: float) -> str:
@@ -103,7 +105,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> DynamicSettings:
         data=data,
         embedder=values.get("embedder") or EMBEDDER,
         categories=categories,
-        rules=PROFILES[run.compat],
+        profile=PROFILES[run.compat],
     )
 
 

@@ -46,20 +46,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from support.contract.summary import SummaryContext
 from support.evaluations.dynamic.assets import Asset
 from support.evaluations.dynamic.questions import CATEGORIES, evaluator_category
 from support.evaluations.dynamic.scenes import build_scene
 from support.evaluations.dynamic.spec import DynamicSettings
-from support.files import atomic_write, atomic_write_text, file_name
-from support.reporting import integer_axis, legend_outside, save_figure
-from support.summary_contract import SummaryContext
-from support.tables import in_model_order, markdown_table, model_order, report_head
+from support.reporting.kit import integer_axis, legend_outside, save_figure
+from support.reporting.tables import in_model_order, markdown_table, model_order, report_head
+from support.storage.files import atomic_write, atomic_write_text, file_name
 from support.types import Outcome
 
 KEYS = ("model", "search", "strategy", "lambda", "subset")
 COLUMNS = (*KEYS, "tasks", "errors", "error_rate", "first_error", "errors_vs_random", "n_error")
 KEY_METRICS = ("error_rate",)  # the terminal's brief table (reports/terminal.py)
-SCORES = {"correct": "flag", "error": "flag"}  # each row's scores (support.run_folder)
+SCORES = {"correct": "flag", "error": "flag"}  # each row's scores (support.storage.run_folder)
 NUM_OPTIONS = 4  # tasks_info.json's task_plan.num_options (AnyPoint writes the constant 4)
 # the evaluator's category (no trailing "_") -> the generator's (generator.py:249)
 GENERATOR_CATEGORY = {evaluator_category(c): c for c in CATEGORIES}
@@ -130,8 +130,8 @@ def comparisons(
     only the cold start; Fisher's exact test on (errors, correct) of the two, no interval."""
     from scipy.stats import fisher_exact
 
-    from support.comparisons.pairing import TABLE_COLUMNS, model_pairs, resolve
-    from support.comparisons.stats import holm_by_family
+    from support.statistics.paired import holm_by_family
+    from support.statistics.pairing import TABLE_COLUMNS, model_pairs, resolve
 
     tasks = {key: scored(outs) for key, outs in _searches(outcomes).items()}
     models = sorted({m for m, _ in tasks})

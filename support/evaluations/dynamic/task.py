@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import CaseClient, CaseSkipped, Evaluation
+from support.contract.evaluation import CaseClient, CaseSkipped, Evaluation
 from support.evaluations.dynamic.assets import Asset, read_assets
 from support.evaluations.dynamic.embedder import Embedder, load_embedder
 from support.evaluations.dynamic.prompts import OptionSpace, letters, source_prompt_text
@@ -48,7 +48,7 @@ from support.evaluations.dynamic.spec import (
 from support.evaluations.dynamic.vectors import StoredEmbedder, store_path
 from support.images import encode_image
 from support.memo import OnceCache
-from support.reporting import fit_picture, picture_jpeg
+from support.reporting.kit import fit_picture, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict
 
@@ -149,7 +149,7 @@ class DynamicEvaluation(Evaluation):
             lam=0.0 if lam is None else lam,
             seed=s.seed,
             strategy=strategy,
-            rules=s.rules.search,
+            rules=s.profile.search,
         )
 
     def search(self, strategy: str, lam: float | None) -> Search:
@@ -239,7 +239,7 @@ class DynamicEvaluation(Evaluation):
             shown.append(Part.of_image(self.image(task)))
         if "points" in sent:
             shown.append(self.cloud(task))
-        prompt = self.settings.rules.prompt if "image" in sent else source_prompt_text
+        prompt = self.settings.profile.prompt if "image" in sent else source_prompt_text
         return Request(
             parts=(*shown, Part.of_text(prompt(task.question, task.options))),
             max_tokens=MAX_TOKENS,
@@ -249,7 +249,7 @@ class DynamicEvaluation(Evaluation):
 
     def read(self, answer: str, options: Sequence[str]) -> tuple[str | None, str]:
         """The option an answer picks (None: unparsable) and the code of the rule that did."""
-        return self.settings.rules.read(answer, options, self.embedder.encode)
+        return self.settings.profile.read(answer, options, self.embedder.encode)
 
     async def evaluate(self, case: Case, client: CaseClient) -> list[Verdict]:
         p = case.params

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock
 
-from support.cache import WalDatabase
+from support.client.response_cache import WalDatabase
 from support.evaluations.dynamic.embedder import Embedder
-from support.files import file_name
+from support.storage.files import file_name
 from support.types import sha256_hex
 
 _CHUNK = 500  # keys per SELECT (sqlite's variable limit is 999 on old builds)

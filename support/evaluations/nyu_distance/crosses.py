@@ -1,4 +1,4 @@
-"""The crosses marking A and B on an image, one per profile (rules.py picks): drawn with PIL on
+"""The crosses marking A and B on an image, one per profile (profiles.py picks): drawn with PIL on
 pixel (u, v) = (column, row)."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import numpy as np
 from support.evaluations.nyu_distance.camera import NYU_KINECT, Intrinsics
 from support.evaluations.nyu_distance.mat import HEIGHT, WIDTH
 from support.images import ImageDecodeError, decode_image
-from support.pickled_npy import load_npy
+from support.storage.pickled_npy import load_npy
 
 _INTRINSICS = ("fx", "fy", "cx", "cy", "width", "height")
 _NUMBERED = re.compile(r"^(\d+)\.(?:jpg|jpeg|png)$", re.IGNORECASE)

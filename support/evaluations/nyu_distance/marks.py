@@ -8,14 +8,14 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from support.evaluations.nyu_distance.pairs import PointPair
-from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
+from support.evaluations.nyu_distance.profiles import PROFILES, WRITEUP, NyuProfile
 from support.images import encode_image
 from support.settings import Compat
 
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 
 
-def mark_pair(rgb: np.ndarray, pair: PointPair, rules: NyuRules = WRITEUP) -> Image.Image:
+def mark_pair(rgb: np.ndarray, pair: PointPair, rules: NyuProfile = WRITEUP) -> Image.Image:
     """The (480, 640, 3) RGB image with a red cross at A (point1) and a blue one at B (point2),
     drawn by the profile's rule."""
     image = Image.fromarray(rgb).convert("RGB")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from support.evaluation import linspace_subset
+from support.contract.evaluation import linspace_subset
 from support.evaluations.nyu_distance.camera import (
     NYU_KINECT,
     Intrinsics,

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from support.provenance import ReadRule
+from support.contract.provenance import ReadRule
 
 MAX_CHARS = 4_000  # only this many leading characters of an answer are looked at
 MAX_QUANTITIES = 64  # quantities examined per answer
@@ -69,7 +69,7 @@ _REFUSAL_RE = re.compile(
 )
 
 
-# how an answer was read (support.provenance): DistanceAnswer.rule
+# how an answer was read (support.contract.provenance): DistanceAnswer.rule
 READ_RULES = (
     ReadRule("number", "primary", "a bare number, in metres as the prompt asks"),
     ReadRule("metres", "primary", "a number with a metre unit"),

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import SYNTHETIC_FIX, built_label, existing_file, existing_folder
-from support.evaluation import EvaluationSpec, Option, OptionError
+from support.contract.data_paths import SYNTHETIC_FIX, built_label, existing_file, existing_folder
+from support.contract.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.nyu_distance.parser import READ_RULES
-from support.evaluations.nyu_distance.rules import PROFILES, WRITEUP, NyuRules
+from support.evaluations.nyu_distance.profiles import PROFILES, WRITEUP, NyuProfile
 from support.settings import Compat, RunSettings
 
 PAIRS_PER_IMAGE = 3  # as the source
@@ -22,13 +22,13 @@ class NyuSettings:
     mat: str | None = None  # nyu_depth_v2_labeled.mat; None: `folder`, else the synthetic sample
     pairs_per_image: int = PAIRS_PER_IMAGE
     folder: str | None = None  # an extracted folder (rgb/, depth/), e.g. the original's
-    rules: NyuRules = WRITEUP  # by --compat (rules.py): the prompt, pairs, marks and parser
+    profile: NyuProfile = WRITEUP  # by --compat (profiles.py): the prompt, pairs, marks and parser
     source_images: int = SOURCE_IMAGES  # source: the first N images (its --num_images)
 
     @property
     def compat(self) -> Compat:
         """The profile's name (--compat), as the summary's marked images ask for it."""
-        return self.rules.compat
+        return self.profile.compat
 
 
 def check_mat(mat: str) -> None:
@@ -65,7 +65,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> NyuSettings:
         check_folder(folder)
     if mat:
         check_mat(mat)
-    return NyuSettings(mat=mat, pairs_per_image=k, folder=folder, rules=PROFILES[run.compat],
+    return NyuSettings(mat=mat, pairs_per_image=k, folder=folder, profile=PROFILES[run.compat],
                        source_images=run.samples or SOURCE_IMAGES)  # fmt: skip
 
 

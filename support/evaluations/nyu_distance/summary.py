@@ -16,8 +16,8 @@ metrics and count against the response rate; backend errors are excluded and cou
     delta1               share of answers with max(pred/gt, gt/pred) < 1.25 (the `correct` status)
 
 Intervals: 95% cluster bootstrap over images (the pairs of one image share a scene). Everything
-but the median is a ratio of additive per-image sums (support.metrics.summarize_groups); the
-median's interval resamples images with support.metrics.cluster_resample.
+but the median is a ratio of additive per-image sums (support.statistics.metrics.summarize_groups);
+the median's interval resamples images with support.statistics.metrics.cluster_resample.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from support.comparisons.pairing import Comparisons
-from support.files import atomic_write
-from support.metrics import cluster_resample, safe_ratio, summarize_groups
-from support.reporting import interval_columns, save_figure
-from support.summary_contract import SummaryContext
-from support.tables import fmt, model_order
+from support.contract.summary import SummaryContext
+from support.reporting.kit import interval_columns, save_figure
+from support.reporting.tables import fmt, model_order
+from support.statistics.metrics import cluster_resample, safe_ratio, summarize_groups
+from support.statistics.pairing import Comparisons
+from support.storage.files import atomic_write
 from support.types import Outcome
 
 METRICS = (
@@ -51,7 +51,7 @@ METRICS = (
 HEADLINE = (*METRICS[:4], "mean_relative_error", "delta1")  # bias and rmse: summary.csv, report
 # per-pair additive sums: pairs, answered, sum |e|, sum e^2, sum e, sum |e|/gt, delta < 1.25
 KEY_METRICS = ("mae", "delta1")  # the terminal's brief table (reports/terminal.py)
-SCORES = {"abs_error": "number", "gt": "number", "pred": "number"}  # support.run_folder
+SCORES = {"abs_error": "number", "gt": "number", "pred": "number"}  # support.storage.run_folder
 COUNT_FIELDS = ("pairs", "answered", "abs", "sq", "signed", "rel", "delta1")
 DISTANCE_BINS = (0.0, 1.0, 2.0, 3.0, np.inf)  # m, true distance bins of the report
 
@@ -89,7 +89,7 @@ def abs_error(o: Outcome) -> float:
     return float("nan") if pred is None else abs(float(pred) - float(o.scores["gt"]))
 
 
-# paired comparisons (support/comparisons/pairing.py): model vs model on the same point pairs
+# paired comparisons (support/statistics/pairing.py): model vs model on the same point pairs
 COMPARISONS = Comparisons(
     counts=pair_counts,
     reduce=reduce_counts,
@@ -103,7 +103,8 @@ def median_interval(
     errors: np.ndarray, clusters: list[str], n_resamples: int, seed: int, level: float = 0.95
 ) -> tuple[float, float]:
     """Percentile interval of the median of `errors` when whole clusters are resampled
-    (support.metrics.cluster_resample). (nan, nan) with fewer than 2 clusters or no resamples."""
+    (support.statistics.metrics.cluster_resample). (nan, nan) with fewer than 2 clusters or no
+    resamples."""
     if len(errors) == 0:
         return np.nan, np.nan
     values = np.asarray(errors, dtype=float)
@@ -179,7 +180,7 @@ def result_rows(outcomes: list[Outcome], compat: str = "writeup") -> dict[str, l
 
 def write_results_json(outcomes: list[Outcome], path: Path, compat: str = "writeup") -> Path:
     """nyu_distance_results.json keyed by model, as the source writes it."""
-    from support.files import atomic_write_text
+    from support.storage.files import atomic_write_text
 
     atomic_write_text(path, json.dumps(result_rows(outcomes, compat), indent=2) + "\n")
     return path
@@ -223,7 +224,7 @@ def report_text(
 ) -> str:
     """report.md: what the data is, what is measured, the overall table with intervals, MAE by
     true distance; models in `models` order (the run's `--model` order), the others after."""
-    from support.tables import in_model_order, markdown_table, report_head, with_intervals
+    from support.reporting.tables import in_model_order, markdown_table, report_head, with_intervals
 
     lines = [
         *report_head("NYU Depth V2 3D distance evaluation", data),

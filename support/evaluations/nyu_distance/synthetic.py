@@ -30,7 +30,7 @@ import numpy as np
 
 from support.evaluations.nyu_distance.camera import NYU_KINECT, Intrinsics
 from support.evaluations.nyu_distance.mat import FILE_NAME, HEIGHT, WIDTH
-from support.files import build_once
+from support.storage.files import build_once
 
 VERSION = "v1"  # bump when the rendering changes: it names the cache folder
 N_IMAGES = 8

@@ -26,17 +26,17 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import CaseClient, Evaluation, linspace_subset
+from support.contract.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.nyu_distance.folder import NyuFolder, NyuFolderError
 from support.evaluations.nyu_distance.marks import marked_jpeg, pair_of
 from support.evaluations.nyu_distance.mat import NyuMat, NyuMatError
 from support.evaluations.nyu_distance.pairs import MIN_DEPTH_DIFF, MIN_SEPARATION, PointPair
 from support.evaluations.nyu_distance.parser import DistanceAnswer, format_distance
-from support.evaluations.nyu_distance.rules import WRITEUP, NyuRules
+from support.evaluations.nyu_distance.profiles import WRITEUP, NyuProfile
 from support.evaluations.nyu_distance.spec import NyuSettings, open_nyu
 from support.images import decode_image
 from support.memo import OnceCache
-from support.reporting import fit_picture, picture_jpeg
+from support.reporting.kit import fit_picture, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict
 
@@ -112,10 +112,13 @@ class NyuDistanceEvaluation(Evaluation):
     quick_samples: ClassVar[int] = 2  # images in the quick subset (x pairs per image cases)
 
     def __init__(
-        self, mat: NyuMat | NyuFolder, pairs: dict[int, list[PointPair]], rules: NyuRules = WRITEUP
+        self,
+        mat: NyuMat | NyuFolder,
+        pairs: dict[int, list[PointPair]],
+        profile: NyuProfile = WRITEUP,
     ) -> None:
         self.mat = mat
-        self.rules = rules
+        self.profile = profile
         self.pairs = pairs  # image index -> its sampled pairs, in image order
         self.images = list(pairs)
         self.quick_images = set(linspace_subset(self.images, self.quick_samples))
@@ -126,7 +129,7 @@ class NyuDistanceEvaluation(Evaluation):
     @classmethod
     def load(cls, run: RunSettings, settings: NyuSettings) -> NyuDistanceEvaluation:
         mat: NyuMat | NyuFolder = open_nyu(settings, run.cache_dir)
-        k, rules = settings.pairs_per_image, settings.rules
+        k, rules = settings.pairs_per_image, settings.profile
         grids, pairs = rules.sample(
             mat.depth_at, len(mat), k, run.samples, run.seed, settings.source_images
         )
@@ -164,12 +167,12 @@ class NyuDistanceEvaluation(Evaluation):
         return self._marked.get(
             key,
             lambda k: marked_jpeg(
-                self._rgb.get(k[0], self.mat.image), pair_of(case.params), self.rules.compat
+                self._rgb.get(k[0], self.mat.image), pair_of(case.params), self.profile.compat
             ),
         )
 
     def request(self, case: Case) -> Request:
-        p, rules = case.params, self.rules
+        p, rules = case.params, self.profile
         text = rules.prompt(tuple(p["point1"]), tuple(p["point2"]))
         return Request(
             parts=(Part.of_image(self.marked(case)), Part.of_text(text)),
@@ -183,7 +186,7 @@ class NyuDistanceEvaluation(Evaluation):
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         request = await asyncio.to_thread(self.request, case)  # image work off the loop thread
         response = await client.generate(request)
-        return self.score(case, self.rules.parse(response.text))
+        return self.score(case, self.profile.parse(response.text))
 
     def score(self, case: Case, answer: DistanceAnswer) -> Verdict:
         gt = float(case.params["gt_distance"])

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from support.provenance import ReadRule
+from support.contract.provenance import ReadRule
 
 REAL = "real"
 AI = "ai-generated"
@@ -20,8 +20,8 @@ LABELS: tuple[str, ...] = (REAL, AI)
 UNPARSABLE = "unparsable"  # its key in a vote distribution
 CUT = "cut"  # the code of an answer cut by the token limit (unparsable, whatever it holds)
 
-# how an answer was read (support.provenance); an outcome of n answers takes its answers' most
-# common code (`outcome_rule`)
+# how an answer was read (support.contract.provenance); an outcome of n answers takes its answers'
+# most common code (`outcome_rule`)
 READ_RULES = (
     ReadRule("label", "primary", "the first label word is a label itself: real, AI-generated"),
     ReadRule("synonym", "fallback", "the first label word is a synonym: fake, synthetic, AI, ..."),

@@ -16,14 +16,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from support.files import fit_name
+from support.storage.files import fit_name
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
 
 def path_name(name: str) -> str:
     """A model or dataset name as one folder name: `hf:/models/tiny` -> `hf_models_tiny`; an
-    over-long one shortened with a hash (support.files.fit_name)."""
+    over-long one shortened with a hash (support.storage.files.fit_name)."""
     return fit_name(_UNSAFE.sub("_", name).strip("_.") or "_", name)
 
 

@@ -14,8 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import built_label, csv_columns, existing_file, existing_folder, holds_data
-from support.evaluation import EvaluationSpec, Option, OptionError
+from support.contract.data_paths import (
+    built_label,
+    csv_columns,
+    existing_file,
+    existing_folder,
+    holds_data,
+)
+from support.contract.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.pgt.answers import READ_RULES
 from support.evaluations.pgt.dataset import (
     COLUMN_ALIASES,
@@ -36,7 +42,7 @@ from support.evaluations.pgt.phrases import (
     PHRASES,
     parse_phrase_specs,
 )
-from support.evaluations.pgt.rules import PROFILES, WRITEUP, PgtRules
+from support.evaluations.pgt.profiles import PROFILES, WRITEUP, PgtProfile
 from support.settings import RunSettings
 
 SYNTHETIC = "synthetic"  # the dataset name of the default sample
@@ -59,7 +65,7 @@ class PgtSettings:
     debug: bool = False
     kept: Kept = field(default_factory=dict)
     paths: ImagePaths = field(default_factory=ImagePaths)  # image roots, prefix rewrites
-    rules: PgtRules = WRITEUP  # by --compat (rules.py): the original script's rules or ours
+    profile: PgtProfile = WRITEUP  # by --compat (profiles.py): the original script's rules or ours
 
     def methods(self) -> list[tuple[str, str | None]]:
         """(phrase, mode) pairs: baseline ignores the mode (one method, mode None)."""
@@ -145,7 +151,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         ns=tuple(dict.fromkeys(ns)),
         debug=bool(values.get("pgt_debug")),
         paths=ImagePaths(roots, path_map),
-        rules=PROFILES[run.compat],
+        profile=PROFILES[run.compat],
     )
     if run.override:
         return settings
@@ -158,7 +164,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
     kept = {
         str(f): found
         for f in sorted(folders)
-        if (found := kept_results(f, settings.rules.source_files))
+        if (found := kept_results(f, settings.profile.source_files))
     }
     return PgtSettings(**{**settings.__dict__, "kept": kept})
 

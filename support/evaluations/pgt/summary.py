@@ -4,7 +4,7 @@ Metrics as the source, from the majority-voted predictions with `ai-generated` a
 class: accuracy, macro F1, per-class precision / recall / F1, the confusion matrix; with n > 1
 also the accuracy of the individual responses; and the recall per generator. An unparsable vote
 (no response named a label) counts as the wrong label; backend errors are excluded and counted.
-Intervals: 95% bootstrap over images (percentile, support.metrics.cluster_bootstrap).
+Intervals: 95% bootstrap over images (percentile, support.statistics.metrics.cluster_bootstrap).
 
 `--compat source` (`SummaryContext.compat`): precision, recall and F1 are 0
 where undefined, recall per generator counts AI images only and drops None votes, and each
@@ -24,23 +24,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.comparisons.pairing import Comparisons
+from support.contract.summary import SummaryContext
 from support.evaluations.pgt import source_metrics as sm
 from support.evaluations.pgt.answers import AI, REAL
 from support.evaluations.pgt.layout import log_dir, performance_name, result_dir
 from support.evaluations.pgt.phrases import MODES
-from support.files import atomic_write_text, write_csv
-from support.metrics import (
+from support.reporting.kit import interval_columns
+from support.reporting.tables import in_model_order, markdown_table, report_head, with_intervals
+from support.settings import RunSettings
+from support.statistics.metrics import (
     binary_metrics,
     cluster_bootstrap,
     counts_by_cluster,
     safe_ratio,
     summarize_groups,
 )
-from support.reporting import interval_columns
-from support.settings import RunSettings
-from support.summary_contract import SummaryContext
-from support.tables import in_model_order, markdown_table, report_head, with_intervals
+from support.statistics.pairing import Comparisons
+from support.storage.files import atomic_write_text, write_csv
 from support.types import Outcome
 
 COMBINATION = ["model", "dataset", "phrase", "mode", "n_responses"]
@@ -59,7 +59,7 @@ METRICS = (
 )
 LEVEL = 0.95
 KEY_METRICS = ("macro_f1",)  # the terminal's brief table (reports/terminal.py)
-SCORES = {  # each row's scores, checked when a run folder is read (support.run_folder)
+SCORES = {  # each row's scores, checked when a run folder is read (support.storage.run_folder)
     "individual_correct": "count",
     "individual_total": "count",
     "y_pred": "text",
@@ -145,7 +145,7 @@ def pair_key(o: Outcome, field: str) -> str:
     return f"{head}-{tail}" if found else f"{case}-"
 
 
-# paired comparisons (support/comparisons/pairing.py): each phrase x mode vs baseline and each n vs
+# paired comparisons (support/statistics/pairing.py): each phrase x mode vs baseline and each n vs
 # n=1, per model, on the same images; and models
 COMPARISONS = Comparisons(
     counts=case_counts,

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from support.files import build_once
+from support.storage.files import build_once
 
 SIZE = 256  # px, square
 VERSION = "v1"  # bump when the images change: it names the cache folder

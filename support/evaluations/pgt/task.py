@@ -7,8 +7,8 @@ cases: stage 1 asks the question (with the phrase) and samples n reasonings in o
 "Final Answer (real/ai-generated):" at temperature 0; the extracted labels are majority-voted
 (ties go to `real`).
 
-`--compat source` (PgtSettings.rules: support.evaluations.pgt.rules.SOURCE) follows the original
-script (Zero-shot-PGT f42b715, helpers.py): images in its shuffled order (random.seed(0),
+`--compat source` (PgtSettings.profile: support.evaluations.pgt.profiles.SOURCE) follows the
+original script (Zero-shot-PGT f42b715, helpers.py): images in its shuffled order (random.seed(0),
 shuffle), stage 2 = the stage-1 prompt + reasoning + " Final Answer (real/ai-generated):" with
 512 tokens, the source's substring label rules and its vote (None is a candidate), stage-1
 samples seeded with 0.
@@ -31,7 +31,8 @@ from typing import Any, ClassVar, overload
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import CaseClient, Evaluation, Reused, linspace_subset
+from support.contract.evaluation import CaseClient, Evaluation, Reused, linspace_subset
+from support.contract.runner import CallLog
 from support.evaluations.pgt.answers import CUT, LABELS, outcome_rule
 from support.evaluations.pgt.dataset import PgtDataset, load_csv, read_image
 from support.evaluations.pgt.layout import result_dir
@@ -40,8 +41,7 @@ from support.evaluations.pgt.spec import PgtSettings
 from support.evaluations.pgt.synthetic import ensure_pgt_sample
 from support.images import decode_image
 from support.memo import OnceCache
-from support.reporting import fit_picture, picture_jpeg
-from support.runner import CallLog
+from support.reporting.kit import fit_picture, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Response, Verdict
 
@@ -155,7 +155,7 @@ class PgtEvaluation(Evaluation):
         csv = settings.csv if settings.csv is not None else ensure_pgt_sample(run.cache_dir)
         dataset = load_csv(csv, settings.dataset, paths=settings.paths)
         n = len(dataset.examples)
-        order = settings.rules.order(n)
+        order = settings.profile.order(n)
         if settings.debug:  # the first 5 in evaluation order, as the source's examples[:5]
             positions = order[:DEBUG_EXAMPLES]
         else:  # --samples: spread over CSV rows, kept in evaluation order
@@ -184,7 +184,7 @@ class PgtEvaluation(Evaluation):
             "n": n,
             "label": ex.label,
             "generator": ex.generator,
-            **self.settings.rules.case_params(position),  # the profile (recorded) and order
+            **self.settings.profile.case_params(position),  # the profile (recorded) and order
         }
         group = {
             "dataset": self.dataset.name,
@@ -249,7 +249,7 @@ class PgtEvaluation(Evaluation):
 
     def prompt(self, case: Case) -> Prompt:
         phrase, mode = self.phrases[case.params["phrase"]], case.params["mode"] or "prefill"
-        return build_prompt(phrase, mode, instruct=self.settings.rules.instruct)
+        return build_prompt(phrase, mode, instruct=self.settings.profile.instruct)
 
     def stage1_request(self, case: Case) -> Request:
         n, label = case.params["n"], case.params["label"]
@@ -261,14 +261,14 @@ class PgtEvaluation(Evaluation):
             temperature=0.0 if n == 1 else 1.0,
             max_tokens=STAGE1_MAX_TOKENS,
             n=n,
-            seed=None if n == 1 else self.settings.rules.seed(self.run.seed),
+            seed=None if n == 1 else self.settings.profile.seed(self.run.seed),
             target=oracle_reasoning(label),
             answer_space=ReasoningSpace(),
         )
 
     def stage2_request(self, stage1: Request, reasoning: str, label: str) -> Request:
         """Continue the stage-1 prompt and this reasoning with the final-answer cue."""
-        rules = self.settings.rules
+        rules = self.settings.profile
         return Request(
             parts=stage1.parts,
             system=stage1.system,
@@ -293,7 +293,7 @@ class PgtEvaluation(Evaluation):
         self, case: Case, stage1: Request, first: Response, answers: list[Response]
     ) -> Verdict:
         label = case.params["label"]
-        read, vote_of = self.settings.rules.read, self.settings.rules.vote
+        read, vote_of = self.settings.profile.read, self.settings.profile.vote
         responses = []
         for reasoning, answer in zip(first.texts, answers, strict=True):
             # a final answer cut by the token limit is unparsable, whatever it holds (a
@@ -345,7 +345,7 @@ class PgtEvaluation(Evaluation):
     def read_by(self, response: Mapping[str, Any]) -> str:
         """The code of the rule that read one answer of a reasoning entry (a kept entry's too):
         `cut` when the label it holds was not read (the answer was cut by the token limit)."""
-        label, code = self.settings.rules.read(response.get("clean_answer_response"))
+        label, code = self.settings.profile.read(response.get("clean_answer_response"))
         return CUT if label is not None and response.get("extracted_prediction") is None else code
 
     def render(self, case: Case, outcome: Outcome) -> bytes | None:

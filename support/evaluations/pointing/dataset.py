@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from support.data_paths import files_below
+from support.contract.data_paths import files_below
 from support.evaluations.pointing.classes import (
     color_mask_to_labels,
     presence_vector,

@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 from support.evaluations.pointing.dataset import HUB_ID, find_raw_root
-from support.files import build_once
+from support.storage.files import build_once
 
 log = logging.getLogger(__name__)
 

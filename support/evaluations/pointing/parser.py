@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from support.provenance import ReadRule
+from support.contract.provenance import ReadRule
 
 MAX_CHARS = 20_000  # only this many leading characters of an answer are looked at
 MAX_OBJECT_STARTS = 64  # "{" positions tried as the start of an embedded JSON object
@@ -55,7 +55,8 @@ _PRESENT_WORDS = {"0": 0, "1": 1, "true": 1, "false": 0, "yes": 1, "no": 0}
 # one markdown code fence around the whole answer (```json ... ```)
 _FENCED = re.compile(r"\A```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\Z", re.DOTALL)
 
-# how an answer was read (support.provenance): `read_rule` gives the code of a parsed answer
+# how an answer was read (support.contract.provenance): `read_rule` gives the code of a parsed
+# answer
 READ_RULES = (
     ReadRule("json", "primary", "the whole answer is the JSON object the prompt asks for"),
     ReadRule("json-fenced", "primary", "that JSON object alone in a markdown code fence"),

@@ -46,7 +46,7 @@ from support.evaluations.pointing.selection import (
     select_balanced_source,
     source_plan_rows,
 )
-from support.files import atomic_write
+from support.storage.files import atomic_write
 
 __all__ = [
     "Prepared",

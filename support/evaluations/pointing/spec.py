@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, files_below
-from support.evaluation import EvaluationSpec, Option, OptionError
+from support.contract.data_paths import SYNTHETIC_FIX, built_label, existing_folder, files_below
+from support.contract.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.pointing.parser import READ_RULES
-from support.evaluations.pointing.rules import PROFILES, WRITEUP, PointingRules
+from support.evaluations.pointing.profiles import PROFILES, WRITEUP, PointingProfile
 from support.settings import RunSettings
 
 
@@ -19,7 +19,7 @@ from support.settings import RunSettings
 class PointingSettings:
     """What the pointing evaluation reads of the command line.
 
-    rules, chosen by --compat in configure (rules.py): WRITEUP, the 768x768 letterbox, the
+    rules, chosen by --compat in configure (profiles.py): WRITEUP, the 768x768 letterbox, the
     write-up's prompts and parser, our own balanced selection and plans; SOURCE, what the
     original's main script computes (native frame as the canvas, its one-line prompt and few-shot
     text, its parser, its selection rules and plans, a failed call scored as absent, max_tokens
@@ -29,7 +29,7 @@ class PointingSettings:
     # the raw tree, a save_to_disk folder, parquet file(s) or a downloaded hub id; None: synthetic
     cholecseg8k: str | None = None
     prepared: Path | None = None  # --pointing-prepared: a data_info folder used as it is
-    rules: PointingRules = WRITEUP
+    profile: PointingProfile = WRITEUP
     # --pointing-point-frame: how an answer's point is read; "prompt": canvas px as the prompt
     # asks; "model": in the model's own frame where its family has one (task.point_frame)
     point_frame: str = "prompt"
@@ -110,7 +110,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PointingSettings:
     return PointingSettings(
         cholecseg8k=source,
         prepared=prepared,
-        rules=PROFILES[run.compat],
+        profile=PROFILES[run.compat],
         point_frame=point_frame,
     )
 

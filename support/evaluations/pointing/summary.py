@@ -28,18 +28,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.comparisons.pairing import Comparisons
+from support.contract.summary import SummaryContext
 from support.evaluations.pointing.classes import CLASS_NAMES, ORGAN_IDS
 from support.evaluations.pointing.prompts import CONDITIONS
-from support.files import atomic_write_text, file_name
-from support.metrics import binary_metrics, safe_ratio, summarize_groups
-from support.reporting import (
+from support.reporting.kit import (
     interval_columns,
     legend_outside,
     save_figure,
 )
-from support.summary_contract import SummaryContext
-from support.tables import MISSING, model_order
+from support.reporting.tables import MISSING, model_order
+from support.statistics.metrics import binary_metrics, safe_ratio, summarize_groups
+from support.statistics.pairing import Comparisons
+from support.storage.files import atomic_write_text, file_name
 from support.types import Outcome
 
 METRICS = (
@@ -53,7 +53,7 @@ METRICS = (
 )
 ALL = "ALL"
 KEY_METRICS = ("f1", "pointing_accuracy")  # the terminal's brief table (reports/terminal.py)
-SCORES = {"y_true": "flag", "y_pred": "flag", "hit": "flag"}  # support.run_folder
+SCORES = {"y_true": "flag", "y_pred": "flag", "hit": "flag"}  # support.storage.run_folder
 COUNT_FIELDS = ("tp", "fp", "fn", "tn", "hits", "unparsable")
 SOURCE_METRICS = ("gated_accuracy",)  # per organ and overall, `--compat source` only
 MACRO_METRICS = ("macro_presence_accuracy", "macro_hit_rate", "macro_gated_accuracy", "macro_f1")
@@ -99,7 +99,7 @@ def pair_key(o: Outcome, field: str) -> str:
     return (case + "-").replace(f"-{o.group['condition']}-", "-", 1)
 
 
-# paired comparisons (support/comparisons/pairing.py): few-shot conditions vs zero-shot per model,
+# paired comparisons (support/statistics/pairing.py): few-shot conditions vs zero-shot per model,
 # models
 COMPARISONS = Comparisons(
     counts=case_counts,
@@ -256,7 +256,7 @@ def ranked_organs(f1: dict[str, float], k: int = 3, best: bool = True) -> str:
 def report_text(summary: pd.DataFrame, data: str | None = None, models: Sequence[str] = ()) -> str:
     """report.md: what the data is, overall, per organ, best and worst organs, conditions
     compared; models in `models` order (the run's `--model` order), the others after."""
-    from support.tables import in_model_order, markdown_table, report_head, with_intervals
+    from support.reporting.tables import in_model_order, markdown_table, report_head, with_intervals
 
     title = "Pointing evaluation" if data else "Pointing evaluation (CholecSeg8k)"
     lines = report_head(title, data)

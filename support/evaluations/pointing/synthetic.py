@@ -41,8 +41,8 @@ from support.evaluations.pointing.classes import (
     WATERSHED_BOUNDARY,
 )
 from support.evaluations.pointing.dataset import COLUMNS, SUFFIX, raw_to_dataset
-from support.files import build_once
 from support.images import encode_image
+from support.storage.files import build_once
 
 WIDTH, HEIGHT = 854, 480  # pixels, as the real frames
 VERSION = "v2"  # bump when the rendering or the layout changes: it names the cache folder

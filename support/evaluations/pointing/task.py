@@ -31,7 +31,7 @@ from scipy import ndimage
 
 from support.backends.base import BackendError
 from support.backends.registry import ModelSpec
-from support.evaluation import CaseClient, Evaluation, linspace_subset
+from support.contract.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.pointing.classes import CLASS_NAMES, IGNORE, ORGAN_IDS, ORGAN_SLUGS
 from support.evaluations.pointing.dataset import CholecSeg8k, is_hub_id
 from support.evaluations.pointing.download import downloaded
@@ -66,7 +66,7 @@ from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.synthetic import ensure_cholecseg8k
 from support.images import decode_image, encode_image
 from support.memo import FileMemo, OnceCache
-from support.reporting import PICTURE_PX, picture_jpeg
+from support.reporting.kit import PICTURE_PX, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict
 
@@ -235,7 +235,7 @@ class PointingEvaluation(Evaluation):
         if settings.prepared is not None:  # a folder used as it is (e.g. the original's)
             prepared = load_prepared(settings.prepared, N_TEST, ds.split, need_presence=False)
         else:  # ours, or the original's files made by its rules (in source/)
-            prepared = settings.rules.prepare(ds, folder, N_TEST)
+            prepared = settings.profile.prepare(ds, folder, N_TEST)
         check_rows(prepared, len(ds), ds.source, ds.split)
         if settings.prepared is not None:
             check_row_order(prepared, ds)
@@ -246,9 +246,9 @@ class PointingEvaluation(Evaluation):
         ev._ds = ds
         if run.use_cache:  # --no-cache: every canvas and target made again, nothing kept
             ev._canvases = FileMemo(canvas_folder(run.cache_dir, ds.fingerprint))
-            if settings.rules.letterbox:  # the letterbox canvas's targets (not the frame's)
+            if settings.profile.letterbox:  # the letterbox canvas's targets (not the frame's)
                 ev._stored_targets = FileMemo(targets_folder(run.cache_dir, ds.fingerprint))
-        if not settings.rules.letterbox:  # the original's canvas: the size of the first frame
+        if not settings.profile.letterbox:  # the original's canvas: the size of the first frame
             ev.canvas = ds.image(0).size
         return ev
 
@@ -272,7 +272,7 @@ class PointingEvaluation(Evaluation):
                         "video": self.video_ids[row],
                         "frame": frames[row],
                         "present": int(self.truth(row)[j]),
-                        **self.settings.rules.case_params,
+                        **self.settings.profile.case_params,
                     }
                     case_id = f"s{row:04d}-{ORGAN_SLUGS[oid]}-{condition}"
                     group = {"condition": condition, "organ": CLASS_NAMES[oid]}
@@ -309,7 +309,7 @@ class PointingEvaluation(Evaluation):
 
     def _load_frame(self, row: int) -> tuple[Part, Letterbox | None]:
         # lossless PNG at zlib level 1: 4x faster to encode than level 6 for ~17% more bytes
-        if not self.settings.rules.letterbox:  # the native frame, as the original sends it
+        if not self.settings.profile.letterbox:  # the native frame, as the original sends it
             return Part.of_image(self.ds.image(row), compress_level=1), None
         box = Letterbox(*self.ds.frame_size(row), *CANVAS)
         if self._canvases is None:
@@ -367,7 +367,7 @@ class PointingEvaluation(Evaluation):
         if condition == "zero_shot":
             return []
         plan = self.prepared.plans[PLAN_OF[condition]][str(organ)]
-        return self.settings.rules.examples(self, plan, organ, condition)
+        return self.settings.profile.examples(self, plan, organ, condition)
 
     def writeup_examples(
         self, plan: dict[str, list[int]], organ: int, condition: str
@@ -416,7 +416,7 @@ class PointingEvaluation(Evaluation):
         name = CLASS_NAMES[organ]
         image = self.frame(row)[0]
         examples = self.examples(condition, organ)
-        rules = self.settings.rules
+        rules = self.settings.profile
         return Request(
             parts=rules.few_shot(name, examples, image)
             if examples
@@ -432,7 +432,7 @@ class PointingEvaluation(Evaluation):
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
         # image work off the loop thread
         request = await asyncio.to_thread(self.request, case, client.model)
-        rules = self.settings.rules
+        rules = self.settings.profile
         try:
             response = await client.generate(request)
         except BackendError as exc:  # source: the original's adapters return "" after retries

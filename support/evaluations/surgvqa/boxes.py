@@ -20,7 +20,8 @@ Box frames (`BoxFrame`), all turned into pixels of the frame (origin top-left, x
 - "auto":     an item whose box key is `box_2d` is read as "gemini", any other as "pixels".
 
 How the boxes were found (the form, `FORMS`) and the frame their numbers were read in make the
-answer's `read_by` code (support.provenance; surgvqa/read_rules.py), e.g. `json-in-text@gemini`.
+answer's `read_by` code (support.contract.provenance; surgvqa/read_rules.py), e.g.
+`json-in-text@gemini`.
 
 Corners given the wrong way round are swapped and boxes are clipped to the frame. Items that cannot
 be used (unknown tool, not four finite numbers, no area left after clipping, not an object) are

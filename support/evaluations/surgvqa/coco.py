@@ -47,7 +47,7 @@ from pycocotools.cocoeval import COCOeval
 
 from support.evaluations.surgvqa.boxes import Box
 from support.evaluations.surgvqa.tools import CATEGORY_ID, TOOL_CLASSES
-from support.metrics import Estimate, cluster_resample
+from support.statistics.metrics import Estimate, cluster_resample
 
 STAT_NAMES = (
     "AP",
@@ -230,7 +230,7 @@ def map_bootstrap(
     level: float = 0.95,
 ) -> dict[str, Estimate]:
     """mAP@[.5:.95], AP50 and AP75 with percentile intervals resampling whole clusters (videos)
-    of frames (support.metrics.cluster_resample): {"map", "ap50", "ap75"}.
+    of frames (support.statistics.metrics.cluster_resample): {"map", "ap50", "ap75"}.
 
     cluster_of: image id -> cluster, for every image of `gt`. The values on all frames equal
     `evaluate`'s AP, AP50 and AP75. Intervals are NaN with one cluster.

@@ -17,7 +17,7 @@ Category 1 (`cat1_test_set_public.zip`), flat:
 
 Both readers search `root` recursively and skip macOS archive debris (`__MACOSX/`, `._*`) and
 vlmbench's cache folders (`.vlmbench-cache/`: the synthetic sample built there is no user's data;
-support.data_paths.files_below). Reading
+support.contract.data_paths.files_below). Reading
 never decodes a video; comparing the images' size with the video's is left to the evaluation.
 Every bad file raises SurgvuDataError naming the file and the field, item or index.
 """
@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.data_paths import files_below
+from support.contract.data_paths import files_below
 from support.evaluations.surgvqa.tools import TOOL_CLASSES, canonical_tool
 
 N_ANSWERS = 5  # references per question (the write-up, and every public example)

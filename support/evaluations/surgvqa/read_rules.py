@@ -1,4 +1,4 @@
-"""How surgvqa's answers were read (support.provenance): its READ_RULES and the VQA codes.
+"""How surgvqa's answers were read (support.contract.provenance): its READ_RULES and the VQA codes.
 
 A VQA answer is scored as the text it is ("text"); a yes/no question's answer is read by its
 first word ("yes-no"; "not-yes-no" when it opens with neither: unparsable). A tool answer's code
@@ -9,8 +9,8 @@ The codes are the same under both profiles (they differ in the summary only).
 
 from __future__ import annotations
 
+from support.contract.provenance import ReadRule
 from support.evaluations.surgvqa.boxes import FORMS, FRAMES_READ
-from support.provenance import ReadRule
 
 _FRAME_MEANING = {
     "resized": "pixels of the frame as the model's processor resized it",

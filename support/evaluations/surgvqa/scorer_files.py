@@ -38,8 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from support.bounded_json import TooDeep, loads, nesting
-from support.evaluation import OptionError
+from support.contract.evaluation import OptionError
+from support.storage.bounded_json import TooDeep, loads, nesting
 
 BASELINE_OPTION = "--surgvqa-bertscore-baseline"
 # nesting a model's config.json, index or safetensors header may have: real ones nest 2-5 deep

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.data_paths import SYNTHETIC_FIX, built_label, existing_folder, holds_data
-from support.evaluation import EvaluationSpec, Option, OptionError
+from support.contract.data_paths import SYNTHETIC_FIX, built_label, existing_folder, holds_data
+from support.contract.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.surgvqa.leaderboard import TEXT_SCORES
+from support.evaluations.surgvqa.profiles import PROFILES, WRITEUP, SurgvqaProfile
 from support.evaluations.surgvqa.read_rules import READ_RULES
-from support.evaluations.surgvqa.rules import PROFILES, WRITEUP, SurgvqaRules
 from support.evaluations.surgvqa.semantic import (
     BERTSCORE_ID,
     NLI_ID,
@@ -38,9 +38,9 @@ class SurgvqaSettings:
     root: str | None = None  # extracted SurgVU data; None: the synthetic sample
     frames: int = VQA_FRAMES  # per VQA question, evenly spaced over the clip
     box_frame: str = "model"  # how answers' box numbers are read; "model": by the model's name
-    # by --compat (rules.py); source: map_video_mean as the official category-1 evaluator, and
+    # by --compat (profiles.py); source: map_video_mean as the official category-1 evaluator, and
     # the 2026 VQA scorer's behaviour on empty answers and softmax overflow (semantic.py)
-    rules: SurgvqaRules = WRITEUP
+    profile: SurgvqaProfile = WRITEUP
     metrics: str = "auto"  # --surgvqa-metrics, as given
     text_metrics: tuple[str, ...] = TEXT_METRICS["auto"]  # scored per case, on the workers
     # BERTScore and NLI models (scored on the controller, summary.score_outcomes); None: not scored
@@ -62,7 +62,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     box_frame = values.get("surgvqa_box_frame") or "model"
     if box_frame not in BOX_FRAMES:
         raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
-    # `compat` changes map_video_mean and the 2026 scorer's edge cases (rules.py)
+    # `compat` changes map_video_mean and the 2026 scorer's edge cases (profiles.py)
     rules = PROFILES[run.compat]
     profile = values.get("surgvqa_metrics") or "auto"
     if profile not in METRIC_PROFILES:
@@ -74,7 +74,7 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
         root=root,
         frames=frames,
         box_frame=box_frame,
-        rules=rules,
+        profile=rules,
         metrics=profile,
         text_metrics=TEXT_METRICS[profile],
         scoring=scoring,

@@ -31,8 +31,8 @@ Tool detection, per model, over the frames scored (errors left out, counted):
     per class rows    `subset` = the class, `map`/`ap50` its AP (no interval)
 
 Intervals: 95% cluster bootstrap over videos: additive metrics through
-support.metrics.summarize_groups, the APs by re-accumulating pycocotools' per-image matches for
-resampled videos (support.evaluations.surgvqa.coco.map_bootstrap).
+support.statistics.metrics.summarize_groups, the APs by re-accumulating pycocotools' per-image
+matches for resampled videos (support.evaluations.surgvqa.coco.map_bootstrap).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from support.comparisons.pairing import Comparisons
+from support.contract.summary import SummaryContext
 from support.evaluations.surgvqa.boxes import xywh_boxes
 from support.evaluations.surgvqa.coco import (
     detections,
@@ -64,11 +64,8 @@ from support.evaluations.surgvqa.semantic import (
     zero_scores,
 )
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
-from support.files import atomic_write_text, file_name
-from support.metrics import safe_ratio, summarize_groups
-from support.reporting import interval_columns, legend_outside, save_figure
-from support.summary_contract import SummaryContext
-from support.tables import (
+from support.reporting.kit import interval_columns, legend_outside, save_figure
+from support.reporting.tables import (
     MISSING,
     in_model_order,
     markdown_table,
@@ -76,6 +73,9 @@ from support.tables import (
     report_head,
     with_intervals,
 )
+from support.statistics.metrics import safe_ratio, summarize_groups
+from support.statistics.pairing import Comparisons
+from support.storage.files import atomic_write_text, file_name
 from support.types import Outcome
 
 VQA_METRICS = ("bleu", "yes_no_accuracy")  # every run's (2025's); vqa_metrics() adds the rest
@@ -87,7 +87,7 @@ HEADLINE_SEMANTIC = ("bertscore_f1", "nli_entailment")
 KEYS = ("model", "category", "subset")
 # the terminal's brief table (reports/terminal.py; those the headline has)
 KEY_METRICS = ("bertscore_f1", "bleu", "map")
-SCORES = {  # each row's scores, checked when a run folder is read (support.run_folder)
+SCORES = {  # each row's scores, checked when a run folder is read (support.storage.run_folder)
     **dict.fromkeys(("n_dt", "n_gt", "tp50"), "count"),
     **dict.fromkeys(("bleu", "rouge1", "rouge2", "rougeL", *SEMANTIC_METRICS), "number"),
     "reference_bleu": "numbers",
@@ -215,7 +215,7 @@ def yes_no_correct(o: Outcome) -> float:
 
 
 def comparisons_spec(scores: Sequence[str] = ("bleu",)) -> Comparisons:
-    """Paired comparisons (support/comparisons/pairing.py): model vs model on the same questions
+    """Paired comparisons (support/statistics/pairing.py): model vs model on the same questions
     and frames, for the model-based VQA scores among `scores`, BLEU, yes/no accuracy and F1@.5
     (the COCO APs are not additive counts: they are compared through f1_50, which is)."""
     semantic = tuple(m for m in SEMANTIC_METRICS if m in scores)
@@ -241,7 +241,7 @@ def comparisons(
     seed: int,
 ) -> tuple[pd.DataFrame, list[str]]:
     """comparisons.csv for the VQA scores the run has (comparisons_spec)."""
-    from support.comparisons.pairing import comparison_table
+    from support.statistics.pairing import comparison_table
 
     spec = comparisons_spec(scores_present(outcomes))
     return comparison_table("surgvqa", outcomes, spec, requested, n_resamples, seed)

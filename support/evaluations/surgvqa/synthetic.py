@@ -37,7 +37,7 @@ from PIL import Image, ImageDraw
 
 from support.evaluations.surgvqa.tools import CATEGORY_ID, TOOL_CLASSES
 from support.evaluations.surgvqa.video import write_video
-from support.files import build_once
+from support.storage.files import build_once
 
 VERSION = "v1"  # bump when the rendering or the layout changes: it names the cache folder
 WIDTH, HEIGHT = 640, 512  # pixels, as the real category-1 frames

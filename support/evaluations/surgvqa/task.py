@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from support.evaluation import CaseClient, Evaluation, linspace_subset
+from support.contract.evaluation import CaseClient, Evaluation, linspace_subset
 from support.evaluations.surgvqa.bleu import (
     best_reference,
     candidate_cut,
@@ -76,7 +76,7 @@ from support.evaluations.surgvqa.video import (
 )
 from support.images import decode_image, encode_image
 from support.memo import OnceCache
-from support.reporting import PICTURE_PX, fit_picture, picture_jpeg
+from support.reporting.kit import PICTURE_PX, fit_picture, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict
 
@@ -171,7 +171,7 @@ class SurgvqaEvaluation(Evaluation):
                 "width": f.width,
                 "height": f.height,
                 "boxes": truth_boxes(f),
-                **self.settings.rules.case_params,  # the profile, for the record (raw_results)
+                **self.settings.profile.case_params,  # the profile, for the record (raw_results)
             }
             group = {"category": "tools", "kind": "boxes"}
             out.append(Case(case_id, self.name, params, group, cluster=f"video-{f.video}"))

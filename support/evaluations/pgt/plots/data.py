@@ -194,7 +194,7 @@ def recall_table(df: pd.DataFrame) -> pd.DataFrame:
 def write_confidence(df: pd.DataFrame, path: Path) -> Path:
     """confidence.json: {dataset: {model: {method: {"macro_f1", "lo", "hi", "n"}}}} with n the
     number of examples and null for an undefined value (newest run of each method)."""
-    from support.files import atomic_write_text
+    from support.storage.files import atomic_write_text
 
     out: dict = {}
     for r in latest_runs(df).itertuples():

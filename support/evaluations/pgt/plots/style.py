@@ -20,7 +20,7 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
-from support.files import atomic_write
+from support.storage.files import atomic_write
 
 log = logging.getLogger("support.evaluations.pgt.plots")
 
@@ -215,7 +215,8 @@ def skip(figure: str, reason: str) -> list[Path]:
 
 def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
     """`stem`.pdf (PUBLICATION_DPI) and `stem`.png (PREVIEW_DPI, for the HTML report) in out_dir,
-    both at the figure's exact size, each written atomically (support.files.atomic_write)."""
+    both at the figure's exact size, each written atomically
+    (support.storage.files.atomic_write)."""
     out_dir = Path(out_dir)
     paths = [out_dir / f"{stem}.pdf", out_dir / f"{stem}.png"]
     for path, dpi in zip(paths, (PUBLICATION_DPI, PREVIEW_DPI), strict=True):

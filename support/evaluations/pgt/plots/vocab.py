@@ -38,7 +38,7 @@ from support.evaluations.pgt.plots.data import (
     read_json,
     result_files,
 )
-from support.files import spreadsheet_safe
+from support.storage.files import spreadsheet_safe
 
 POSITIVE = "ai-generated"
 MIN_DF_DOCS = 10
