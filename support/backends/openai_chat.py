@@ -53,8 +53,8 @@ from support.types import Part, Request, Response, Usage
 if TYPE_CHECKING:
     import openai
 
-# the SDK (~0.8 s to import) is imported by the first call: a run whose answers are all cached
-# never needs it
+# the SDK (a costly import: benchmarks/README.md) is imported by the first call: a run whose
+# answers are all cached never needs it
 
 COMPATIBLE_CONCURRENCY = 128  # requests in flight to an openai-compatible: server by default
 # vLLM chat-template switches that make the server continue the trailing assistant message

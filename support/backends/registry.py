@@ -11,7 +11,8 @@ is a ValueError when the name is checked, so a usage error before collection.
 
 Providers: each `provider:` prefix is a Backend subclass that says what it is in class
 attributes (support/backends/base.py: kind, key variables, needed modules and their extra,
-prefill, box convention) and registers itself when its module is imported. This module imports
+prefill, box convention) and registers itself when its module is imported (the class decorator
+`register_provider`: a second class claiming a prefix is a TypeError). This module imports
 the suite's provider modules (one line each); a plugin's module registers its own when its entry
 point loads. Provider modules import their SDKs only when a backend is built, so an uninstalled
 extra costs nothing until its model is asked for. `availability(name)` asks the class, without
@@ -51,8 +52,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-# the suite's providers: importing a module defines its classes, which registers them
-# (Backend.__init_subclass__); a new provider is one module and one line here
+# the suite's providers: importing a module defines its classes, and each provider class's
+# decorator registers it (`@register_provider`, support/backends/base.py); a new provider is one
+# module and one line here
 from support.backends import (  # noqa: F401
     anthropic_messages,
     gemini,

@@ -52,7 +52,7 @@ AUTO = "auto"
 class AimdSettings:
     """The controller's constants."""
 
-    start: int = 8  # requests in flight at first (the old fixed default)
+    start: int = 8  # requests in flight at first (as a fixed limit's Backend.default_concurrency)
     minimum: int = 1
     maximum: int = 64  # also sizes the client's window of cases (twice this)
     increase: float = 1.0  # requests added per round trip of successes (a full window)

@@ -53,7 +53,7 @@ RESPONSES_COLUMNS = ("key", "model", "created", "response")
 OPEN_LOCK_S = 120.0  # seconds a process waits for another creating the file (xdist workers)
 CHECK_BUSY_S = 10.0  # seconds the start's check waits on a lock another process holds
 # a file up to this size is read whole at the start (PRAGMA quick_check and a count of answers
-# that are not JSON: ~0.35 s per 100 MB measured here); a larger one has its header and schema
+# that are not JSON: a read of the whole file); a larger one has its header and schema
 # checked only, a damaged page is named when read and an answer not JSON is a miss, unwarned
 FULL_CHECK_MAX_BYTES = 64 * 2**20
 

@@ -1,4 +1,4 @@
-"""The vendors' documented request rules, as the loopback server enforces them (issue 38).
+"""The vendors' documented request rules, as the loopback server enforces them.
 
 Each protocol's check (`check_openai`, `check_anthropic`, `check_gemini`; `check` picks one) takes
 the model id and the parsed request body and returns the `Refusal` the real API answers a request
@@ -12,11 +12,10 @@ alone, and deliberately independent of the suite's own model table (support/back
 the loopback is the check on that table. An id no pattern knows (`loop-model`, `m`, `gpt-x`) gets
 no rules, and thinks only when the request asks for it explicitly.
 
-Sources: each rule cites a vendor page or an issue thread that quotes the API's error text. Every
-one was read 2026-11-26 through stored copies (the research notes of issue 38:
-/work/shared/research/api-rules.md), not the live pages: rules change with each model generation,
-so re-read them when a new one ships. Where a detail was not found, the rule is left out rather
-than guessed (see the module's "not enforced" notes at the end).
+Sources: each rule cites a vendor page or an issue thread that quotes the API's error text, with
+the date it was read (through stored copies, not the live pages): rules change with each model
+generation, so re-read them when a new one ships. Where a detail was not found, the rule is left
+out rather than guessed (see the module's "not enforced" notes at the end).
 """
 
 from __future__ import annotations

@@ -281,8 +281,8 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     min(1, max over j <= i of (m - j) p_(j)). NaN p-values stay NaN and are not counted.
 
     Written here, not statsmodels' multipletests(method="holm"), whose Holm branch calls
-    gc.collect() on every call (0.2-0.5 s on a run's heap, at every report); the unit tests check
-    the two agree."""
+    gc.collect() on every call (a full collection of the run's heap at every report); the unit
+    tests check the two agree."""
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(np.isfinite(p))

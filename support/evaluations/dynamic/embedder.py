@@ -66,7 +66,7 @@ class OnnxEmbedder:
     shares activation scales across its rows, so a text's vector would depend on its neighbours.
     Alone, a text always gets the same vector, which also makes a per-text cache exact. One
     thread by default (`threads=0`: onnxruntime's choice): a short text gains little from more,
-    and xdist workers share the cores (measured in the dynamic evaluation's notes).
+    and xdist workers share the cores (evals/dynamic/README.md has the numbers).
     """
 
     def __init__(self, model: Path, tokenizer: Path, name: str, threads: int = 1) -> None:

@@ -13,7 +13,7 @@ from support.contract.evaluation import EvaluationSpec, Option, OptionError
 from support.evaluations.dynamic.profiles import PROFILES, READ_RULES, WRITEUP, DynamicProfile
 from support.settings import RunSettings
 
-# The and AnyPoint's defaults (dynamic_evaluation/config.py: lambda 0.2, seed 42)
+# AnyPoint's defaults (dynamic_evaluation/config.py: B=100, K=10, N=1000, lambda 0.2, seed 42)
 BUDGET, BATCH, POOL, LAMBDA, SEED = 100, 10, 1000, 0.2, 42
 STRATEGIES = (
     "dynamic",

@@ -24,7 +24,7 @@ from support.storage.files import file_name
 from support.types import sha256_hex
 
 _CHUNK = 500  # keys per SELECT (sqlite's variable limit is 999 on old builds)
-_LOCK_TIMEOUT_S = 1800  # a pool of ~1,000 texts embeds in ~15 s on 2 cores; a stuck holder fails
+_LOCK_TIMEOUT_S = 1800  # far above a pool's embedding (~1,000 texts); a stuck holder fails
 
 
 def store_path(folder: Path, name: str) -> Path:

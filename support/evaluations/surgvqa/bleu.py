@@ -11,13 +11,14 @@ Consequences kept on purpose (they are the official scorer's): "-" and "/" are d
 ("tip-up" -> "tipup"); Unicode punctuation is not stripped; a one-word exact answer scores 0.1778
 (only references of 4 or more tokens can reach 1.0). BLEU itself is nltk's.
 
-Time. nltk counts the candidate's n-grams again for every reference, in Python (1 to 5 s per
-million tokens and reference): a 6 MB answer of 1.3 M tokens took 70 s a case. Only the first
-MAX_CANDIDATE_TOKENS tokens of a candidate are scored: far above any real answer (the prompt
-allows 128 model tokens, the references are one sentence), so real scores are unchanged; a cut
-answer is marked in its outcome (`candidate_cut`). The official scorer has no such cut
-(evaluation/evaluate.py:251 in `compute_bleu`: `candidate.split()` whole), so a cut answer's score
-differs from its score there; both are near 0 (at most a reference's n-grams among 10,000).
+Time. nltk counts the candidate's n-grams again for every reference, in Python, so a case's
+time grows with the candidate's length times its references (measured in benchmarks/README.md,
+"Measurements behind the design"). Only the first MAX_CANDIDATE_TOKENS tokens of a candidate
+are scored: far above any real answer (the prompt allows 128 model tokens, the references are
+one sentence), so real scores are unchanged; a cut answer is marked in its outcome
+(`candidate_cut`). The official scorer has no such cut (evaluation/evaluate.py:251 in
+`compute_bleu`: `candidate.split()` whole), so a cut answer's score differs from its score
+there; both are near 0 (at most a reference's n-grams among 10,000).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ N_ANSWERS = 5  # references per question (the write-up, and every public example
 GC_WIDTH, GC_HEIGHT = 640, 512  # pixels; the official gc_to_coco.py hard-codes the frame size
 # True boxes one frame may have. A SurgVU clip has three robotic tools installed (four arms, one
 # holds the camera; surgtoolloc.grand-challenge.org/data); pycocotools matches in a Python loop
-# over detections x truths (200,000 boxes on one frame ran over 420 s), so more is a broken file.
+# over detections x truths (a frame's time grows with their product), so more is a broken file.
 MAX_BOXES_PER_FRAME = 1000
 _SLICE = re.compile(r"^slice_nr_(\d+)_(.+)$")
 

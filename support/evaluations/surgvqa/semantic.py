@@ -17,9 +17,9 @@ references (not the normalised texts BLEU and ROUGE see):
 The models load once, on the controller (`SemanticScorer`), and each question is one batch of its
 candidate with its references, as the official code calls them: so every number is the official
 one to the last bit (unit/evaluations/surgvqa/test_surgvqa_agreement.py), and a question's score
-never depends on the other questions of the run. (Batching several questions together was measured
-3.5x faster on repeated references, but it moves BERTScore by up to 1.4e-6 and makes each score
-depend on its batch mates; not taken.)
+never depends on the other questions of the run. (Several questions in one batch would be faster
+on repeated references, but would move BERTScore by up to 1.4e-6 and make each score depend on
+its batch mates.)
 
 Where the official code stops, vlmbench scores (docs/compat.md): an answer that is not a string
 (its `normalize` raises) or is empty once stripped (bert_score's empty-sentence path calls

@@ -11,8 +11,8 @@ the top_k words by positive coefficient are drawn as horizontal bars of that len
 word (the fit is pooled: a word has one coefficient, not one per method), and beside them a
 heatmap of the share of each method's documents containing the word (shares, not counts, so
 that an n=5 method's five times more documents do not outweigh the others). vocab_lr.csv also
-keeps `segment:<method>`, the coefficient split in proportion to those shares, as it always
-has; the figure no longer stacks them (a sum across prompt variants means nothing).
+keeps `segment:<method>`, the coefficient split in proportion to those shares; the figure does
+not stack them (a sum across prompt variants means nothing).
 
 A reasoning file's dataset, model, phrase, mode and n come from its folders (the layout in
 plot_data).
