@@ -2,7 +2,7 @@
 (one serial, one under `-n 2`): the same test names in both, a group's cases on one worker, a
 broken pipeline as `<error>` and a wrong answer under --fail-on-wrong as `<failure>`, each case's
 outcome in its `<system-out>`, and files valid against Jenkins' xunit junit-10.xsd
-(unit/schemas/) and pytest's own xunit2 rules.
+(unit/reports/schemas/) and pytest's own xunit2 rules.
 
 CI sees what the terminal sees (issue 39, item 2), through pytester runs of the small rounds
 evaluation (examples/rounds_evaluation.py): each metric gate is a testcase of a `vlmbench.gates`

@@ -135,7 +135,7 @@ def test_refusals_and_non_answers_are_unparsable(text: str) -> None:
 
 
 # inputs that would backtrack catastrophically in a careless pattern; their parse time is
-# benchmarks/test_nyu_parser_speed.py's (under 2 s for all), here only what they parse to
+# benchmarks/test_nyu_speed.py's, here only what they parse to
 BACKTRACKING = {"1," * 3000: 1.0, "1 " * 3000 + "x": 1.0, "1.1.1." * 1000: 1.1, "- " * 3000: None}
 BACKTRACKING["5'" * 2000] = 5 * UNIT_METRES["ft"]
 
