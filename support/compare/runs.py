@@ -93,27 +93,28 @@ def _tagged(outcomes: Sequence[Outcome], tag: str) -> list[Outcome]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class CompareOptions:
+    """How two runs are compared: one model of each (None: all of the run's) and the paired
+    bootstrap's resamples and seed."""
+
+    model_a: str | None = None
+    model_b: str | None = None
+    n_resamples: int = 1000
+    seed: int = 0
+
+
 def compare_runs(
-    folder_a: Path,
-    folder_b: Path,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    model_a: str | None = None,
-    model_b: str | None = None,
+    folder_a: Path, folder_b: Path, options: CompareOptions = CompareOptions()
 ) -> tuple[pd.DataFrame, list[str]]:
     """The paired table of run B against run A, and notes (unmatched cases, what was not
-    compared). `model_a` / `model_b`: one model of each run only (None: all of the run's)."""
-    found = compared_runs(folder_a, folder_b, n_resamples, seed, model_a, model_b)
+    compared)."""
+    found = compared_runs(folder_a, folder_b, options)
     return found.table, list(found.notes)
 
 
 def compared_runs(
-    folder_a: Path,
-    folder_b: Path,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    model_a: str | None = None,
-    model_b: str | None = None,
+    folder_a: Path, folder_b: Path, options: CompareOptions = CompareOptions()
 ) -> Compared:
     """compare_runs, with what the comparison page shows besides: the evaluation, the outcomes
     picked and the model pairs compared."""
@@ -121,8 +122,8 @@ def compared_runs(
     name_b, outs_b = load_run(folder_b)
     if name_a != name_b:
         raise ValueError(f"{folder_a} holds {name_a}, {folder_b} holds {name_b}: not comparable")
-    outs_a = picked(outs_a, model_a, "a", folder_a)
-    outs_b = picked(outs_b, model_b, "b", folder_b)
+    outs_a = picked(outs_a, options.model_a, "a", folder_a)
+    outs_b = picked(outs_b, options.model_b, "b", folder_b)
     models_a = list(dict.fromkeys(o.model for o in outs_a))
     models_b = list(dict.fromkeys(o.model for o in outs_b))
     shared = [m for m in models_a if m in models_b]
@@ -139,8 +140,9 @@ def compared_runs(
     summary = evaluations.spec(name_a).summary_module()
     try:
         found = summary.compared(
-            name_a, _tagged(outs_a, "A") + _tagged(outs_b, "B"), requested, n_resamples, seed
-        )
+            name_a, _tagged(outs_a, "A") + _tagged(outs_b, "B"), requested,
+            options.n_resamples, options.seed,
+        )  # fmt: skip
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # rows of the right
         # types that lack what the evaluation's comparison reads (scores of another version)
         raise ValueError(
@@ -160,8 +162,8 @@ def compared_runs(
             f"(e.g. {only_b[:3]}): left out of the pairs",
         ]
     return Compared(
-        name_a, Path(folder_a), Path(folder_b), model_a, model_b, tuple(outs_a), tuple(outs_b),
-        tuple(pairs), table, tuple(notes),
+        name_a, Path(folder_a), Path(folder_b), options.model_a, options.model_b, tuple(outs_a),
+        tuple(outs_b), tuple(pairs), table, tuple(notes),
     )  # fmt: skip
 
 
@@ -259,12 +261,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         sides.append((by_id[0] if by_id else folder, option or at))
     (where_a, model_a), (where_b, model_b) = sides
+    options = CompareOptions(model_a, model_b, args.bootstrap, args.seed)
     by_run_id = not (isinstance(where_a, Path) and isinstance(where_b, Path))
     try:
         if by_run_id:
-            found, skipped = _across_evaluations(where_a, where_b, args, model_a, model_b)
+            found, skipped = _across_evaluations(where_a, where_b, options)
         else:  # two run folders, as before run ids
-            found = [compared_runs(where_a, where_b, args.bootstrap, args.seed, model_a, model_b)]
+            found = [compared_runs(where_a, where_b, options)]
             skipped = []
     except ValueError as exc:
         _say(f"vlmbench-compare: {exc}", sys.stderr)
@@ -306,9 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _across_evaluations(
     where_a: Path | dict[str, Path],
     where_b: Path | dict[str, Path],
-    args: argparse.Namespace,
-    model_a: str | None,
-    model_b: str | None,
+    options: CompareOptions,
 ) -> tuple[list[Compared], list[str]]:
     """A run id on one side at least: each evaluation both sides hold, compared (in name
     order), and a line for each evaluation one side holds only. ValueError when they share
@@ -332,10 +333,7 @@ def _across_evaluations(
         for name in sorted(held)
         if name not in other
     ]
-    found = [
-        compared_runs(held_a[n], held_b[n], args.bootstrap, args.seed, model_a, model_b)
-        for n in shared
-    ]
+    found = [compared_runs(held_a[n], held_b[n], options) for n in shared]
     return found, skipped
 
 

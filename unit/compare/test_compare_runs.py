@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from support.compare.runs import compare_runs, main
+from support.compare.runs import CompareOptions, compare_runs, main
 from support.storage.files import write_jsonl
 from support.types import Outcome
 
@@ -37,18 +37,18 @@ def nyu_run(folder: Path, model: str, spread: float, cases: int = 40, seed: int 
 def test_a_better_run_is_found_and_the_same_run_is_not(tmp_path: Path) -> None:
     a = nyu_run(tmp_path / "a", "m", spread=1.0)
     b = nyu_run(tmp_path / "b", "m", spread=0.0)
-    table, notes = compare_runs(a, b, n_resamples=500)
+    table, notes = compare_runs(a, b, CompareOptions(n_resamples=500))
     mae = table[table.metric == "mae"].iloc[0]
     assert (mae.a, mae.b, mae.n_pairs, mae.test) == ("A:m", "B:m", 40, "permutation")
     assert mae["diff"] < 0 and mae.diff_hi < 0 and mae.p_value < 0.01 and not notes
-    same, _ = compare_runs(a, a, n_resamples=200)
+    same, _ = compare_runs(a, a, CompareOptions(n_resamples=200))
     assert (same["diff"] == 0).all() and (same.p_value == 1).all()
 
 
 def test_one_model_each_and_unmatched_cases_are_reported(tmp_path: Path) -> None:
     a = nyu_run(tmp_path / "a", "m1", spread=0.5, cases=40)
     b = nyu_run(tmp_path / "b", "m2", spread=0.5, cases=36, seed=1)
-    table, notes = compare_runs(a, b, n_resamples=100)
+    table, notes = compare_runs(a, b, CompareOptions(n_resamples=100))
     assert set(table.a) == {"A:m1"} and set(table.n_pairs) == {36}
     assert any("4 case(s) only in A" in n for n in notes)
 
@@ -82,12 +82,12 @@ def test_one_model_of_each_multi_model_run_is_picked(tmp_path: Path) -> None:
     b = two_model_run(tmp_path / "b", {"other": 0.0, "worse": 3.0}, seed=5)
     with pytest.raises(ValueError, match=r"runs share no model \(A: good, bad; B: other, worse\)"):
         compare_runs(a, b)  # which of each? the error says how to pick
-    table, _ = compare_runs(a, b, n_resamples=100, model_a="bad", model_b="other")
+    table, _ = compare_runs(a, b, CompareOptions("bad", "other", n_resamples=100))
     mae = table[table.metric == "mae"].iloc[0]
     assert (mae.a, mae.b, mae.n_pairs) == ("A:bad", "B:other", 40)
     assert mae["diff"] < 0  # other answers exactly; bad is off by ~2 m
     # only A's side picked: B has the same model, so they pair
-    same, _ = compare_runs(a, a, n_resamples=50, model_a="good")
+    same, _ = compare_runs(a, a, CompareOptions("good", n_resamples=50))
     assert set(zip(same.a, same.b, strict=True)) == {("A:good", "B:good")}
 
 
