@@ -1,6 +1,7 @@
 """The evaluation seam end to end: an evaluation defined entirely outside the suite's packages
-(examples/rounds_evaluation.py: spec, options, worker side, summary) registered by a conftest, run through the real suite, serial
-and under xdist; its items are rounds that wait for each other and yield many outcomes each."""
+(examples/rounds_evaluation.py: spec, options, worker side; the stock summary) registered by a
+conftest, run through the real suite, serial and under xdist; its items are rounds that wait for
+each other and yield many outcomes each."""
 
 from __future__ import annotations
 
