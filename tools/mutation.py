@@ -68,84 +68,129 @@ class Target:
 # The tests are each module's own fast files. The whole not-slow lane is too slow here: mutmut
 # forks a fresh process for each mutant and runs its tests there, so a file with a costly setup
 # (test_summary_matrix.py builds every evaluation's outcomes, ~62 s) costs that much per mutant.
-# New tests for a module go in a file these globs match (unit/test_metrics_*.py, ...).
+# New tests for a module go in a file these globs match (unit/statistics/test_metrics_*.py, ...).
 MODULES: dict[str, Target] = {
     "support/statistics/metrics.py": Target(
         (),
-        ("unit/test_metrics*.py", "unit/test_comparisons*.py", "unit/test_nyu_summary*.py"),
+        (
+            "unit/statistics/test_metrics*.py",
+            "unit/statistics/test_comparisons*.py",
+            "unit/evaluations/nyu_distance/test_nyu_summary*.py",
+        ),
         "accuracy, precision/recall/F1, cluster-bootstrap intervals",
     ),
     "support/statistics/paired.py": Target(
         (),
-        ("unit/test_comparisons*.py", "unit/test_compare_runs*.py", "unit/test_contrasts*.py"),
+        (
+            "unit/statistics/test_comparisons*.py",
+            "unit/compare/test_compare_runs*.py",
+            "unit/statistics/test_contrasts*.py",
+        ),
         "paired differences, McNemar, Holm",
     ),
     "support/client/response_cache.py": Target(
-        ("cache_key",), ("unit/test_cache_*.py",), "which cached answer a request is served"
+        ("cache_key",), ("unit/client/test_cache_*.py",), "which cached answer a request is served"
     ),
     "support/evaluations/pointing/parser.py": Target(
         (),
-        ("unit/test_pointing_parser*.py", "unit/test_pointing_source*.py"),
+        (
+            "unit/evaluations/pointing/test_pointing_parser*.py",
+            "unit/evaluations/pointing/test_pointing_source*.py",
+        ),
         "the point and presence read from an answer",
     ),
     "support/evaluations/pointing/letterbox.py": Target(
         (),
-        ("unit/test_geometry*.py",),
+        ("unit/evaluations/pointing/test_geometry*.py",),
         "canvas <-> image pixels, the hit test",
     ),
     "support/evaluations/pointing/summary.py": Target(
         (),
-        ("unit/test_pointing_recorded*.py", "unit/test_pointing_summary*.py"),
+        (
+            "unit/evaluations/pointing/test_pointing_recorded*.py",
+            "unit/evaluations/pointing/test_pointing_summary*.py",
+        ),
         "pointing's tables",
     ),
     "support/evaluations/pgt/answers.py": Target(
-        (), ("unit/test_pgt_answers*.py", "unit/test_pgt_source*.py"), "real / ai-generated read"
+        (),
+        ("unit/evaluations/pgt/test_pgt_answers*.py", "unit/evaluations/pgt/test_pgt_source*.py"),
+        "real / ai-generated read",
     ),
     "support/evaluations/pgt/source_metrics.py": Target(
-        (), ("unit/test_pgt_source*.py",), "pgt's --compat source metrics"
+        (), ("unit/evaluations/pgt/test_pgt_source*.py",), "pgt's --compat source metrics"
     ),
     "support/evaluations/pgt/summary.py": Target(
-        (), ("unit/test_pgt_summary*.py", "unit/test_pgt_source*.py"), "pgt's tables"
+        (),
+        ("unit/evaluations/pgt/test_pgt_summary*.py", "unit/evaluations/pgt/test_pgt_source*.py"),
+        "pgt's tables",
     ),
     "support/evaluations/nyu_distance/parser.py": Target(
-        (), ("unit/test_nyu_parser*.py", "unit/test_nyu_source*.py"), "metres read from an answer"
+        (),
+        (
+            "unit/evaluations/nyu_distance/test_nyu_parser*.py",
+            "unit/evaluations/nyu_distance/test_nyu_source*.py",
+        ),
+        "metres read from an answer",
     ),
     "support/evaluations/nyu_distance/camera.py": Target(
         (),
-        ("unit/test_nyu_geometry*.py", "unit/test_nyu_summary*.py"),
+        (
+            "unit/evaluations/nyu_distance/test_nyu_geometry*.py",
+            "unit/evaluations/nyu_distance/test_nyu_summary*.py",
+        ),
         "the pinhole camera, 3-D distances",
     ),
     "support/evaluations/nyu_distance/task.py": Target(
-        ("delta_ratio",), ("unit/test_nyu_summary*.py",), "nyu_distance's delta score"
+        ("delta_ratio",),
+        ("unit/evaluations/nyu_distance/test_nyu_summary*.py",),
+        "nyu_distance's delta score",
     ),
     "support/evaluations/nyu_distance/summary.py": Target(
-        (), ("unit/test_nyu_summary*.py",), "nyu_distance's tables"
+        (), ("unit/evaluations/nyu_distance/test_nyu_summary*.py",), "nyu_distance's tables"
     ),
     "support/evaluations/surgvqa/bleu.py": Target(
-        (), ("unit/test_surgvqa_bleu*.py",), "the official sentence-BLEU"
+        (), ("unit/evaluations/surgvqa/test_surgvqa_bleu*.py",), "the official sentence-BLEU"
     ),
     "support/evaluations/surgvqa/boxes.py": Target(
         (),
-        ("unit/test_surgvqa_boxes*.py", "unit/test_surgvqa_coco*.py"),
+        (
+            "unit/evaluations/surgvqa/test_surgvqa_boxes*.py",
+            "unit/evaluations/surgvqa/test_surgvqa_coco*.py",
+        ),
         "boxes read from a detection answer",
     ),
     "support/evaluations/surgvqa/coco.py": Target(
         (),
-        ("unit/test_surgvqa_coco*.py", "unit/test_surgvu_category1*.py"),
+        (
+            "unit/evaluations/surgvqa/test_surgvqa_coco*.py",
+            "unit/evaluations/surgvqa/test_surgvu_category1*.py",
+        ),
         "COCO bbox mAP and its interval",
     ),
     "support/evaluations/surgvqa/summary.py": Target(
         (),
-        ("unit/test_surgvqa_summary*.py", "unit/test_surgvu_category1*.py"),
+        (
+            "unit/evaluations/surgvqa/test_surgvqa_summary*.py",
+            "unit/evaluations/surgvqa/test_surgvu_category1*.py",
+        ),
         "surgvqa's tables",
     ),
     "support/evaluations/dynamic/utility.py": Target(
         (),
-        ("unit/test_dynamic_utility*.py", "unit/test_dynamic_search*.py"),
+        (
+            "unit/evaluations/dynamic/test_dynamic_utility*.py",
+            "unit/evaluations/dynamic/test_dynamic_search*.py",
+        ),
         "the search's utility, top-K",
     ),
     "support/evaluations/dynamic/summary.py": Target(
-        (), ("unit/test_dynamic_summary*.py", "unit/test_anypoint_formats*.py"), "dynamic's tables"
+        (),
+        (
+            "unit/evaluations/dynamic/test_dynamic_summary*.py",
+            "unit/evaluations/dynamic/test_anypoint_formats*.py",
+        ),
+        "dynamic's tables",
     ),
 }
 
