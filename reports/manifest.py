@@ -49,17 +49,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from support import evaluations
 from support.backends.registry import model_spec
 from support.client.response_cache import SCHEMA_VERSION
 from support.secrets import URL_CREDENTIALS, redact
 from support.settings import RunSettings
 from support.storage.file_hashes import HASH_MEMO, FileHashes
-from support.storage.files import atomic_write_text
-from support.storage.run_folder import FORMAT_FIELD, FORMAT_VERSION, MANIFEST
+from support.storage.run_folder import FORMAT_FIELD, FORMAT_VERSION
 from support.types import Outcome, sha256_hex
+
+if TYPE_CHECKING:
+    from reports.result import SessionFacts
+    from support.contract.evaluation import EvaluationSpec
 
 MANIFEST_VERSION = 1
 # distributions whose versions are recorded when installed (importlib.metadata names)
@@ -304,12 +306,12 @@ def data_fingerprint(paths: Sequence[Path], hashes: FileHashes) -> dict[str, Any
     }
 
 
-def data_section(evaluation: str, settings: Any, run: RunSettings) -> dict[str, Any] | None:
+def data_section(spec: EvaluationSpec, run: RunSettings) -> dict[str, Any] | None:
     """The evaluation's data fingerprint and `label`, what the data is when it is not the real
     dataset (the spec's `data_label`, e.g. the synthetic sample; null for real data). None when
     the spec names neither data files nor a label; an error message, not an exception, when
     listing or reading fails."""
-    spec = evaluations.spec(evaluation)
+    settings = run.evaluations.get(spec.name)
     label = spec.data_label(run) if spec.data_label is not None else None
     if spec.data_files is None:
         return {"label": label} if label else None
@@ -337,9 +339,8 @@ def module_source_sha256(module: str) -> str | None:
         return None
 
 
-def prompts_section(evaluation: str, outcomes: Sequence[Outcome]) -> dict[str, Any]:
+def prompts_section(spec: EvaluationSpec, outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """Prompt-template hashes (the spec's prompt modules) and the outcomes' prompt hashes."""
-    spec = evaluations.spec(evaluation)
     seen = Counter(o.prompt_hash for o in outcomes if o.prompt_hash)
     return {
         "modules": {m: module_source_sha256(m) for m in spec.prompt_modules},
@@ -466,60 +467,32 @@ def iso_utc(epoch_s: float) -> str:
 
 
 def build_manifest(
-    evaluation: str,
-    outcomes: Sequence[Outcome],
+    spec: EvaluationSpec,
     run: RunSettings,
-    engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
-    started: float,
-    args: Sequence[str],
-    cwd: Path | str,
+    session: SessionFacts,
+    outcomes: Sequence[Outcome],
     ended: float | None = None,
 ) -> dict[str, Any]:
-    """The manifest of one evaluation's run (plain JSON, redacted). `started`/`ended`: epoch
-    seconds of the session's start and end (`ended` defaults to now)."""
-    settings = run.evaluations.get(evaluation)
-    try:
-        prompts = prompts_section(evaluation, outcomes)
-    except Exception as exc:  # an evaluation registered without a spec module on this side
-        prompts = {"error": f"{type(exc).__name__}: {exc}"}
+    """The manifest of one evaluation's run (plain JSON, redacted; see the module docstring)
+    without its completion. `ended`: epoch seconds of the session's end (default now)."""
+    evaluation = spec.name
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         FORMAT_FIELD: FORMAT_VERSION,  # the run folder's (support.storage.run_folder)
         "evaluation": evaluation,
         "vlmbench": vlmbench_section(),
         "packages": package_versions(),
-        "command": command_section(args, cwd),
+        "command": command_section(session.args, session.cwd),
         "run": run_section(run, evaluation),
-        "data": data_section(evaluation, settings, run),
-        "prompts": prompts,
-        "models": models_section(run.models, engine_stats, outcomes),
+        "data": data_section(spec, run),
+        "prompts": prompts_section(spec, outcomes),
+        "models": models_section(run.models, session.engine_stats, outcomes),
     }
     ended = time.time() if ended is None else ended
     manifest["times"] = {
-        "start": iso_utc(started),
+        "start": iso_utc(session.started),
         "end": iso_utc(ended),
-        "wall_s": round(ended - started, 3),
+        "wall_s": round(ended - session.started, 3),
     }
     manifest["host"] = host_section()
     return redacted(plain(manifest))
-
-
-def write_manifest(
-    out_dir: Path,
-    evaluation: str,
-    outcomes: Sequence[Outcome],
-    run: RunSettings,
-    engine_stats: Mapping[str, Sequence[Mapping[str, Any]]],
-    started: float,
-    args: Sequence[str],
-    cwd: Path | str,
-    completion: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write out_dir/manifest.json (see the module docstring) and return its path. `completion`
-    (whether the run finished, cases finished of those selected) becomes its "completion"."""
-    manifest = build_manifest(evaluation, outcomes, run, engine_stats, started, args, cwd)
-    if completion is not None:
-        manifest["completion"] = dict(completion)
-    path = Path(out_dir) / MANIFEST
-    atomic_write_text(path, json.dumps(manifest, indent=2, allow_nan=False) + "\n")
-    return path

@@ -22,6 +22,7 @@ import dataclasses
 import importlib
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ import pytest
 
 from reports import terminal
 from reports.gates import Gate, GateCheck, check_gates
-from reports.result import Completion, EvaluationResult, RunResult, headlines
+from reports.result import Completion, EvaluationResult, RunResult, SessionFacts, headlines
 from support import evaluations
 from support.settings import RunSettings
 from support.types import Outcome
@@ -112,17 +113,16 @@ class ReportPlugin:
             rerun_of_failed=self.rerun_of_failed,
         )
         inv = session.config.invocation_params
+        engine_stats = MappingProxyType({p: tuple(s) for p, s in self._engine_stats.items()})
+        facts = SessionFacts(tuple(inv.args), Path(inv.dir), self.started, engine_stats)
         results: tuple[EvaluationResult, ...] = ()
         if self._outcomes:  # pandas & co, imported here: a run without outcomes never needs them
             from reports.evaluation_files import write_evaluation
 
             results = tuple(
-                write_evaluation(
-                    name, *self._merged(name, completion), self.run, self._engine_stats,
-                    self.started, inv.args, inv.dir,
-                )
+                write_evaluation(name, *self._merged(name, completion), self.run, facts)
                 for name in self._outcomes  # in arrival order
-            )  # fmt: skip
+            )
         if results and getattr(session.config, "cache", None) is not None:  # for a later --lf
             session.config.cache.set(LAST_RUN_KEY, self.run.run_id)
         # each gate on its own: one JUnit test a gate (fixtures.junit), counted on the terminal
@@ -130,7 +130,7 @@ class ReportPlugin:
         self.result = RunResult(
             results,
             completion,
-            MappingProxyType({p: tuple(s) for p, s in self._engine_stats.items()}),
+            engine_stats,
             tuple(line for check in self.gate_checks for line in check.failures),
             self._rerun(results),
         )

@@ -3,9 +3,10 @@
 `EvaluationResult` is one evaluation's: its outcomes, summary, headline, usage, comparisons,
 labels (its data label, the metrics of its brief table), the files written and those that could
 not be, and what broke its summary. `RunResult` holds them in run order with what the run says
-as a whole: how far it got (`Completion`), the engine statistics and the failed gates. The file
-writer (reports.evaluation_files) builds each EvaluationResult; the terminal
-(reports.terminal_summary), the HTML summary (reports.html) and the exit status read them. Both
+as a whole: how far it got (`Completion`), the engine statistics and the failed gates.
+`SessionFacts` is what every evaluation's manifest.json says of the session. The file writer
+(reports.evaluation_files) builds each EvaluationResult; the terminal
+(reports.terminal_summary), the HTML summary (reports.html) and the exit status read them. All
 are frozen: nothing changes a result once it is built.
 """
 
@@ -102,6 +103,20 @@ class Completion:
                 f"the {self.cases_finished} cases it ran"
             )
         return None
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """What the session says of itself in every evaluation's manifest.json, made once at
+    session finish: the pytest arguments and working folder, the session's start (epoch s) and
+    the engine statistics (process -> per-model stats)."""
+
+    args: tuple[str, ...]
+    cwd: Path
+    started: float
+    engine_stats: Mapping[str, tuple[Mapping[str, Any], ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 @dataclass(frozen=True)

@@ -508,6 +508,20 @@ PICTURES_FIELDS: dict[str, tuple[Check, bool]] = {
 # --- writing --------------------------------------------------------------------------------------
 
 
+def folder_of(results_dir: Path, evaluation: str, run_id: str) -> Path:
+    """An evaluation's run folder: `<results_dir>/<evaluation>/<run_id>`."""
+    return Path(results_dir) / evaluation / run_id
+
+
+def write_manifest(folder: Path, manifest: Mapping[str, Any]) -> Path:
+    """Write folder/manifest.json (indented JSON, no NaN) and return its path."""
+    from support.storage.files import atomic_write_text
+
+    path = Path(folder) / MANIFEST
+    atomic_write_text(path, json.dumps(manifest, indent=2, allow_nan=False) + "\n")
+    return path
+
+
 def clear_derived(folder: Path) -> list[Path]:
     """Remove an earlier session's DERIVED files from `folder` (before this session writes its
     own, so no table older than the manifest is left where a file cannot be written); the

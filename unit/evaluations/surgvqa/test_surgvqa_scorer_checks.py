@@ -28,7 +28,7 @@ import pytest
 from support.contract.evaluation import OptionError
 from support.evaluations.surgvqa.semantic import BERTSCORE_ID, shipped_baseline
 from support.evaluations.surgvqa.spec import configure
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bert_score") is None
@@ -394,7 +394,7 @@ def test_a_model_failing_only_at_loading_is_an_input_error_naming_it(
     """A folder the checks pass that bert_score cannot load (its config.json leaves roberta's 12
     layers, layer 17 is asked for): score_outcomes raises a ScorerInputError naming the option
     and the folder at once, and the terminal says it is that input, not a bug of the suite."""
-    from reports.evaluation_files import summary_failure
+    from reports.evaluation_files import SummaryFailure
     from reports.result import EvaluationResult, RunResult
     from reports.terminal_summary import write_summary
     from support.contract.summary import SummaryContext
@@ -441,11 +441,14 @@ def test_a_model_failing_only_at_loading_is_an_input_error_naming_it(
         def write_sep(self, sep: str, title: str, **_: Any) -> None:
             lines.append(title)
 
-    run = RunSettings(results_dir=tmp_path / "results", run_id="r1")
+    run = RunSettings(output=OutputSettings(results_dir=tmp_path / "results", run_id="r1"))
     bug = "RuntimeError: planted"
+    failed = SummaryFailure.of(err.value)
     result = RunResult(
         evaluations=(
-            EvaluationResult("surgvqa", (), **summary_failure(err.value)),
+            EvaluationResult(
+                "surgvqa", (), failure=failed.failure, failed_input=failed.failed_input
+            ),
             EvaluationResult("pgt", (), failure=bug),
         )
     )
