@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from reports import terminal
 from reports.gates import Gate, GateCheck, check_gates
 from reports.result import Completion, EvaluationResult, RunResult, SessionFacts, headlines
 from support import evaluations
@@ -175,8 +174,7 @@ class ReportPlugin:
             return
         from reports.terminal_summary import write_summary
 
-        tr = terminal.PrintableLines(terminalreporter)  # no escape sequence from data printed
-        write_summary(tr, self.result, self.run)
+        write_summary(terminalreporter, self.result, self.run)
 
 
 def import_report_modules(names: Mapping[str, Any]) -> None:

@@ -1,53 +1,69 @@
-"""What the terminal says at the end of a run, as pure functions of the run's tables and outcomes.
+"""What the terminal says at the end of a run, as pure functions of the run's results: every
+`Line` of the end-of-run summary (`summary_lines`) and the pieces they are made of. Nothing here
+writes; reports.terminal_summary writes these lines.
 
-By default each evaluation gets a brief table (its key metrics, one column a model, one row a
-label combination and metric), one line of counts, and the run prints one line naming its result
-folders: about 40 lines for the five quick subsets. `-v` prints the full headline tables, every
-file written and the engine statistics, as the reporter always did. The brief table keeps the
-intervals while it fits the terminal's width and drops them (summary.csv, report.md keep them)
-when there are too many models.
+By default each evaluation gets a heading, a brief table (its key metrics, one column a model,
+one row a label combination and metric), one line of counts, and the run prints one line naming
+its result folders: about 40 lines for the five quick subsets. `-v` prints the full headline
+tables, every file written, the engine statistics and (`--power`) the sample sizes. The brief
+table keeps the intervals while it fits the terminal's width and drops them (summary.csv,
+report.md keep them) when there are too many models. Then, in any case: the models whose answers
+were mostly read by a fallback rule (provenance.csv), the batch lines, the partial-results line
+of a run that did not finish, the files not written, the summaries that failed, the pipeline
+errors with a command that reruns them, and the failed gates.
 
 Text from outside the suite (a server's error, a model's answer or name) reaches the terminal only
-through `printable` (the reporter's lines through `PrintableLines`): an escape sequence in it would
-otherwise retitle, clear or rewrite the user's terminal. The "rerun what failed" line quotes each
-argument as a POSIX shell reads it (`rerun_line`), so pasting it runs pytest and nothing else.
+through `printable` (the summary's lines through reports.terminal_summary.PrintableLines): an
+escape sequence in it would otherwise retitle, clear or rewrite the user's terminal. The "rerun
+what failed" line quotes each argument as a POSIX shell reads it (`rerun_line`), so pasting it
+runs pytest and nothing else.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from support.printable import printable
-from support.reporting.tables import label_columns
+from support.reporting.tables import (
+    fmt,
+    in_model_order,
+    interval_metrics,
+    key_metrics,
+    label_columns,
+    markdown_table,
+    with_intervals,
+)
 from support.settings import RunSettings
+from support.storage.run_folder import RAW, folder_of
 from support.types import Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from reports.result import EvaluationResult, RunResult
+
 MAX_WIDTH = 120  # terminal columns a brief table may take
 MAX_ERRORS_LISTED = 3  # distinct pipeline errors named per evaluation
 ERROR_CHARS = 160  # characters of one error message shown
+MAX_LISTED_FILES = 12  # "wrote PATH" lines per evaluation (-v)
+# engine statistics the engine table (-v) leaves out: in manifest.json, or the batch lines
+MANIFEST_ONLY_STATS = ("identity", "endpoint", "batch_api")
+RED_BOLD = ("red", "bold")
 
 
-class PrintableLines:
-    """A terminal reporter whose `write_line` and `write_sep` print only `printable` text; every
-    other attribute is the reporter's own."""
+@dataclass(frozen=True)
+class Line:
+    """One write of the summary: a text (a table's lines in one), or with `sep` a heading drawn
+    across the terminal with that character; `markup` names its styles ("red", "bold",
+    "yellow")."""
 
-    def __init__(self, reporter: Any) -> None:
-        self._reporter = reporter
-
-    def write_line(self, line: str, **markup: bool) -> None:
-        self._reporter.write_line(printable(str(line)), **markup)
-
-    def write_sep(self, sep: str, title: str | None = None, **kwargs: Any) -> None:
-        self._reporter.write_sep(sep, None if title is None else printable(title), **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._reporter, name)
+    text: str
+    sep: str | None = None
+    markup: tuple[str, ...] = ()
 
 
 def printable_report(report: Any) -> None:
@@ -94,8 +110,6 @@ def brief_table(
     when the intervals would not fit `max_width` columns)."""
     import pandas as pd
 
-    from support.reporting.tables import fmt
-
     labels = label_columns(headline)
     models = list(dict.fromkeys(headline["model"])) if "model" in headline else [""]
     table = headline.copy()
@@ -133,8 +147,6 @@ def brief_table(
 
 
 def _width(df: pd.DataFrame) -> int:
-    from support.reporting.tables import markdown_table
-
     return max((len(line) for line in markdown_table(df).splitlines()), default=0)
 
 
@@ -211,7 +223,6 @@ def dry_run_lines(name: str, table: pd.DataFrame, path: str | None) -> list[str]
     """The `--dry-run` estimate of one evaluation: a heading, the note on what is counted, the
     table (one row a model; USD "—" for a model without a price) and where it was written."""
     from support.client.dry_run import NOTE
-    from support.reporting.tables import markdown_table
 
     lines = [f"vlmbench: {name} dry run: requests to send, tokens and cost (USD)", NOTE]
     lines += markdown_table(table).splitlines()
@@ -252,3 +263,151 @@ def batch_lines(engine_stats: Mapping[str, Sequence[Mapping[str, Any]]]) -> list
             if parts:
                 lines.append(f"vlmbench: batches of {s.get('model')}{where}: " + "; ".join(parts))
     return lines
+
+
+# -- the end-of-run summary ------------------------------------------------------------------------
+
+
+def summary_lines(
+    result: RunResult, run: RunSettings, verbose: int, args: Sequence[str], start: Path
+) -> list[Line]:
+    """Everything the run prints at its end (module docstring), in order. `verbose`: pytest's -v
+    count; `args`: its arguments (the rerun command); `start`: its working folder (the result
+    folders are named relative to it)."""
+    lines: list[Line] = []
+    failed = [r for r in result.evaluations if r.failure is not None]
+    if result.summarized or result.engine_stats or failed:  # not --collect-only
+        lines += verbose_tables(result, run) if verbose > 0 else brief_tables(result, run, start)
+    for r in result.evaluations:  # answers read mostly by a lenient rule (provenance.csv)
+        lines += [
+            Line(f"vlmbench: {r.name}: {flag}", markup=("yellow", "bold"))
+            for flag in r.fallback_flags
+        ]
+    lines += [Line(line) for line in batch_lines(result.engine_stats)]
+    lines += [Line(line, markup=RED_BOLD) for line in partial_lines(result)]
+    for r in result.evaluations:
+        lines += [
+            Line(f"vlmbench: {r.name}: NOT WRITTEN: {why}", markup=RED_BOLD) for why in r.unwritten
+        ]
+    lines += [Line(failure_line(r, run), markup=RED_BOLD) for r in failed]
+    for r in result.evaluations:
+        lines += [Line(line, markup=("red",)) for line in error_lines(r.name, r.outcomes)]
+    if result.rerun is not None:  # quoted for the shell; credentials (user:pass@) shown as ***
+        lines.append(Line(rerun_line(args, *result.rerun)))
+    lines += [Line(f"GATE FAILED: {msg}", markup=RED_BOLD) for msg in result.gate_messages]
+    return lines
+
+
+def brief_tables(result: RunResult, run: RunSettings, start: Path) -> list[Line]:
+    """Per evaluation: a heading, the brief table, one line of counts, the usage table; then one
+    line naming the result folders."""
+    lines: list[Line] = []
+    for r in result.summarized:
+        metrics = key_metrics(r.headline, r.key_metrics)
+        table = brief_table(in_model_order(r.headline, run.models), metrics)
+        what = [", ".join(metrics)]
+        if any(f"{m}_lo" in r.headline.columns for m in metrics):
+            shown = any("[" in str(v) for v in table.to_numpy().ravel())
+            hidden = not shown and run.bootstrap  # dropped to fit the terminal
+            what.append("intervals: -v, summary.csv" if hidden else interval_label(run))
+        if r.data_label:
+            what.append(r.data_label.split(";")[0].split("(")[0].strip())
+        lines.append(Line(f"vlmbench: {r.name}: {'; '.join(what)}", sep="="))
+        lines.append(Line(markdown_table(table)))
+        lines.append(Line(counts_line(r.outcomes, r.comparisons)))
+        lines += usage_lines(r)
+    files = {r.name: list(r.files) for r in result.evaluations}
+    if files:
+        lines.append(Line(folders_line(files, start)))
+    return lines
+
+
+def verbose_tables(result: RunResult, run: RunSettings) -> list[Line]:
+    """Per evaluation: the full headline table with its intervals, counts, usage and the files
+    written; then the engine statistics and (`--power`) the sample sizes."""
+    import pandas as pd
+
+    from support.statistics.pairing import power_table
+
+    lines: list[Line] = []
+    for r in result.summarized:
+        metrics = interval_metrics(r.headline)
+        label = r.data_label
+        heading = interval_label(run) if metrics else "no intervals"
+        lines.append(
+            Line(f"vlmbench: {r.name} ({heading}){f'; {label}' if label else ''}", sep="=")
+        )
+        ordered = in_model_order(r.headline, run.models)
+        lines.append(Line(markdown_table(with_intervals(ordered, metrics))))
+        lines.append(Line(counts_line(r.outcomes, r.comparisons)))
+        lines += usage_lines(r)
+        lines += [Line(f"wrote {path}") for path in r.files[:MAX_LISTED_FILES]]
+        if len(r.files) > MAX_LISTED_FILES:
+            lines.append(Line(f"... and {len(r.files) - MAX_LISTED_FILES} more files"))
+    rows = [
+        {"process": p, **{k: v for k, v in s.items() if k not in MANIFEST_ONLY_STATS}}
+        for p, stats in sorted(result.engine_stats.items())
+        for s in stats
+    ]
+    if rows:
+        lines.append(Line("vlmbench: engine (per process and model)", sep="-"))
+        lines.append(Line(markdown_table(pd.DataFrame(rows))))
+    if not run.power:
+        return lines
+    delta, halfwidth = run.power_delta, run.target_halfwidth
+    for r in result.evaluations:
+        if r.comparisons is None:
+            continue
+        sizes = power_table(r.comparisons, delta, halfwidth)
+        lines.append(Line(f"vlmbench: {r.name} power and sample size (--power)", sep="-"))
+        if sizes.empty:
+            lines.append(Line("no paired comparison with a bootstrap interval to size"))
+            continue
+        lines.append(
+            Line(
+                f"clusters (and pairs) needed to detect a difference of {delta:g} at 80% power "
+                f"(two-sided alpha 0.05), and for a 95% interval of half-width {halfwidth:g}; "
+                "normal approximation from the paired bootstrap's standard error"
+            )
+        )
+        lines.append(Line(markdown_table(sizes)))
+    return lines
+
+
+def usage_lines(r: EvaluationResult) -> list[Line]:
+    """Tokens and cost per model, when the models report tokens (API models do)."""
+    if r.usage is None or not (r.usage["input_tokens"] > 0).any():
+        return []
+    return [
+        Line("usage and cost per model (USD; cached answers included):"),
+        Line(markdown_table(r.usage)),
+    ]
+
+
+def partial_lines(result: RunResult) -> list[str]:
+    """What the run says of tables that are not complete: once when every evaluation's is the
+    same, else per evaluation."""
+    partial = {r.name: r.completion.partial_line() for r in result.evaluations}
+    if len(set(partial.values())) == 1:  # every evaluation's the same: said once, unnamed
+        partial = {"": next(iter(partial.values()))}
+    return [
+        f"vlmbench: {f'{name}: ' if name else ''}{line}; the result files say so (report.md, "
+        "manifest.json completion)"
+        for name, line in partial.items()
+        if line is not None
+    ]
+
+
+def failure_line(r: EvaluationResult, run: RunSettings) -> str:
+    """What broke an evaluation's summary, and where its outcomes are kept: an input's fault (an
+    OptionError: a file an option names) or a bug of the suite."""
+    raw = folder_of(run.results_dir, r.name, run.run_id) / RAW
+    if r.failed_input is not None:
+        return (
+            f"vlmbench: {r.name}: its summary could not use an input: {r.failed_input}; the "
+            f"outcomes are kept in {raw}. Fix that file (or pass another) and run again."
+        )
+    return (
+        f"vlmbench: {r.name}: its summary failed ({r.failure}); the outcomes are kept in {raw}. "
+        "This is a bug of the suite: please report it."
+    )

@@ -1,6 +1,6 @@
-"""The end-of-run terminal summary (reports/terminal.py, reports/terminal_summary.py): brief by
-default, every failure named with a way to rerun it; one broken summary never costs another
-evaluation."""
+"""The end-of-run terminal summary (reports/terminal.py makes its lines, reports/terminal_summary.py
+writes them): brief by default, every failure named with a way to rerun it; one broken summary
+never costs another evaluation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports import terminal
+from reports import terminal, terminal_summary
 from support.printable import printable
 from support.reporting.tables import key_metrics
 from support.types import Outcome
@@ -181,7 +181,7 @@ def test_error_lines_and_every_reporter_line_carry_no_escape_sequence() -> None:
             self.written.append(f"{sep} {title}")
 
     tr = Reporter()
-    safe = terminal.PrintableLines(tr)
+    safe = terminal_summary.PrintableLines(tr)
     safe.write_line(f"model {ESCAPES}", red=True)
     safe.write_sep("=", f"vlmbench: {ESCAPES}")
     assert tr.written == ["model red", "= vlmbench: red"] and safe.config == "the config"

@@ -433,6 +433,7 @@ def test_a_model_failing_only_at_loading_is_an_input_error_naming_it(
                 verbose = 0
 
             class invocation_params:
+                args = ()
                 dir = tmp_path
 
         def write_line(self, line: str, **_: Any) -> None:
