@@ -161,3 +161,14 @@ def test_controller_side_scores_reach_raw_results_or_their_failure_keeps_them(
         assert r.failure is None
         assert all(row["scores"]["late"] == 1.0 for row in rows)
         assert all(o.scores["late"] == 1.0 for o in r.outcomes)  # the result holds them too
+
+
+def test_an_evaluation_without_a_spec_here_gets_a_failed_result() -> None:
+    from reports.evaluation_files import write_evaluation
+    from reports.result import Completion, SessionFacts
+
+    outcome = Outcome("a-case", "not_registered", "m1", "correct")
+    facts = SessionFacts(("evals",), Path("."), 0.0)
+    r = write_evaluation("not_registered", [outcome], Completion(), RunSettings(), facts)
+    assert r.failure is not None and r.failure.startswith("ValueError: unknown evaluation")
+    assert r.outcomes == (outcome,) and r.files == () and r.headline is None
