@@ -46,7 +46,7 @@ from support import evaluations
 from support.backends.registry import BackendOptions, create_backend
 from support.client.engine import Engine, ModelClient
 from support.contract.runner import run_case
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.types import Request
 
 ROUNDS = int(os.environ.get("BENCH_VLLM_ROUNDS", "3"))
@@ -85,7 +85,9 @@ def tiny(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory) -> list[tuple[Any, Any]]:
     """(evaluation, case) pairs: pgt quick with n = 5, pointing quick few-shot."""
-    run = RunSettings(cache_dir=tmp_path_factory.mktemp("cache"), use_cache=False)
+    run = RunSettings(
+        output=OutputSettings(cache_dir=tmp_path_factory.mktemp("cache"), use_cache=False)
+    )
     pairs = []
     for name, values, keep in (
         ("pgt", {"pgt_n": "5"}, lambda c: True),

@@ -32,7 +32,7 @@ class DryRunReport:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         for name, table in self.tables().items():
-            path = self.run.results_dir / name / self.run.run_id / "dry_run.csv"
+            path = self.run.output.results_dir / name / self.run.output.run_id / "dry_run.csv"
             self.written[name] = str(write_csv(table, path))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

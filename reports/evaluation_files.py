@@ -109,7 +109,7 @@ class EvaluationWriter:
         self.run = run
         self.session = session
         self.completion = completion
-        self.folder = folder_of(run.results_dir, spec.name, run.run_id)
+        self.folder = folder_of(run.output.results_dir, spec.name, run.output.run_id)
         self.files: list[Path] = []  # written so far
         self.unwritten: list[str] = []  # "file: why" of each file that could not be
         self.found = SummaryFindings()
@@ -181,7 +181,7 @@ class EvaluationWriter:
             section = self._provenance(outs)
             self._attempt(lambda: list(summary_of.write_outputs(outs, summary, self.folder, ctx)))
             compared = summary_of.compared(
-                self.spec.name, outs, self.run.compare, self.run.bootstrap,
+                self.spec.name, outs, self.run.statistics.compare, self.run.statistics.bootstrap,
                 self.run.seed,
             )  # fmt: skip
             if compared is not None:
@@ -204,7 +204,7 @@ class EvaluationWriter:
         rules = self.spec.read_rules
         if not rules and not any(o.read_by for o in outs):
             return ""
-        table = provenance_table(outs, rules, self.run.models)
+        table = provenance_table(outs, rules, self.run.models.names)
         self.found = dataclasses.replace(self.found, provenance=table)
         flags = tuple(fallback_flags(table))
         self.found = dataclasses.replace(self.found, fallback_flags=flags)

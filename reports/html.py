@@ -197,7 +197,7 @@ class HtmlCases:
         if plugin is None or plugin.result is None:  # --dry-run, or no session result
             return
         for r in plugin.result.evaluations:
-            folder = plugin.run.results_dir / r.name / plugin.run.run_id
+            folder = plugin.run.output.results_dir / r.name / plugin.run.output.run_id
             if not folder.is_dir():  # its files could not be written: nothing to index
                 continue
             try:
@@ -326,12 +326,12 @@ def evaluation_section(result: EvaluationResult, run: RunSettings) -> list[str]:
         return [f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}: no summary</h2>']
     metrics = [c for c in headline.columns if f"{c}_lo" in headline.columns]
     bounded = [c for c in metrics if headline[[f"{c}_lo", f"{c}_hi"]].notna().all(axis=1).any()]
-    label = f" ({interval_label(run)})" if bounded or run.bootstrap <= 0 else ""
+    label = f" ({interval_label(run)})" if bounded or run.statistics.bootstrap <= 0 else ""
     parts = [f'<h2 id="{anchor(name)}">vlmbench: {html.escape(name)}{html.escape(label)}</h2>']
     data = result.data_label  # e.g. the synthetic sample: said above its numbers
     if data:
         parts.append(f'<p class="vlmbench-data"><b>Data: {html.escape(data)}</b></p>')
-    parts.append(html_table(with_intervals(in_model_order(headline, run.models), metrics)))
+    parts.append(html_table(with_intervals(in_model_order(headline, run.models.names), metrics)))
     compared = result.comparisons
     if compared is not None and len(compared):
         parts.append("<h3>Paired comparisons (b - a; p Holm-adjusted in p_holm)</h3>")

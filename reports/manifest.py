@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 from support.backends.registry import model_spec
 from support.client.response_cache import SCHEMA_VERSION
 from support.secrets import URL_CREDENTIALS, redact
-from support.settings import RunSettings
+from support.settings import RunSettings, recorded_settings
 from support.storage.file_hashes import HASH_MEMO, FileHashes
 from support.storage.run_folder import FORMAT_FIELD, FORMAT_VERSION
 from support.types import Outcome, sha256_hex
@@ -315,7 +315,7 @@ def data_section(spec: EvaluationSpec, run: RunSettings) -> dict[str, Any] | Non
     label = spec.data_label(run) if spec.data_label is not None else None
     if spec.data_files is None:
         return {"label": label} if label else None
-    hashes = FileHashes(Path(run.cache_dir) / HASH_MEMO)
+    hashes = FileHashes(Path(run.output.cache_dir) / HASH_MEMO)
     try:
         section = data_fingerprint(list(spec.data_files(settings, run)), hashes)
     except Exception as exc:  # the manifest must not cost the run its files
@@ -445,16 +445,16 @@ def run_section(run: RunSettings, evaluation: str) -> dict[str, Any]:
     other RunSettings field as it is (cache, concurrency, --compare, ...), and the evaluation's
     settings object."""
     out: dict[str, Any] = {
-        "run_id": run.run_id,
+        "run_id": run.output.run_id,
         "compat": run.compat,
         "seeds": seeds(run, evaluation, run.evaluations.get(evaluation)),
-        "models": list(run.models),
+        "models": list(run.models.names),
         "samples": run.samples,
-        "bootstrap": run.bootstrap,
+        "bootstrap": run.statistics.bootstrap,
     }
-    for f in dataclasses.fields(run):
-        if f.name not in out and f.name not in ("seed", "evaluations"):
-            out[f.name] = plain(getattr(run, f.name))
+    for name, value in recorded_settings(run).items():
+        if name not in out and name not in ("seed", "evaluations"):
+            out[name] = plain(value)
     out["settings"] = plain(run.evaluations.get(evaluation))
     return out
 
@@ -486,7 +486,7 @@ def build_manifest(
         "run": run_section(run, evaluation),
         "data": data_section(spec, run),
         "prompts": prompts_section(spec, outcomes),
-        "models": models_section(run.models, session.engine_stats, outcomes),
+        "models": models_section(run.models.names, session.engine_stats, outcomes),
     }
     ended = time.time() if ended is None else ended
     manifest["times"] = {

@@ -1,7 +1,7 @@
 """The reporting plugin: collects outcomes on the controller and, at session finish, builds the
 run's RunResult once.
 
-Registered only on the controller (never on xdist workers), by fixtures.options once the run's
+Registered only on the controller (never on xdist workers), by fixtures.run_settings once the run's
 settings are known. Outcomes arrive as plain JSON on a report attribute (`vlmbench_outcomes`, set
 by fixtures.outcomes on the report of the phase that produced them; xdist serialises report
 attributes, as it does pytest-html's extras). At session finish each evaluation's files are
@@ -123,7 +123,7 @@ class ReportPlugin:
                 for name in self._outcomes  # in arrival order
             )
         if results and getattr(session.config, "cache", None) is not None:  # for a later --lf
-            session.config.cache.set(LAST_RUN_KEY, self.run.run_id)
+            session.config.cache.set(LAST_RUN_KEY, self.run.output.run_id)
         # each gate on its own: one JUnit test a gate (fixtures.junit), counted on the terminal
         self.gate_checks = check_gates(self.gates, headlines(results))
         self.result = RunResult(
@@ -141,11 +141,11 @@ class ReportPlugin:
         if self.rerun_of_failed and not self.earlier:  # --lf into a new folder
             return (self.previous_run, True) if self.previous_run else None
         if any(r.completion.interrupted or r.completion.stopped_early for r in results):
-            return self.run.run_id, False  # cases never run are not among pytest's last failed
+            return self.run.output.run_id, False  # cases never run: not among pytest's last failed
         if any(not r.completion.complete for r in results):
-            return self.run.run_id, False
+            return self.run.output.run_id, False
         if any(o.status == "error" for r in results for o in r.outcomes):
-            return self.run.run_id, True
+            return self.run.output.run_id, True
         return None
 
     def _merged(self, name: str, completion: Completion) -> tuple[tuple[Outcome, ...], Completion]:
@@ -162,7 +162,7 @@ class ReportPlugin:
         kept = [o for o in before if (o.model, o.case_id) not in keys]
         return tuple(merged(before, new)), dataclasses.replace(
             completion,
-            resumed=self.run.run_id,
+            resumed=self.run.output.run_id,
             kept=len(kept),
             # this session ran every case the earlier one had: its own completion is what counts
             earlier_complete=earlier.complete or not kept,

@@ -69,7 +69,7 @@ def earlier_runs(run: RunSettings, names: Iterable[str], resume: str) -> dict[st
     found: dict[str, Earlier] = {}
     names = list(names)
     for name in names:
-        folder = run.results_dir / name / resume
+        folder = run.output.results_dir / name / resume
         if not (folder / RAW).is_file():
             continue
         try:
@@ -89,9 +89,9 @@ def earlier_runs(run: RunSettings, names: Iterable[str], resume: str) -> dict[st
         short = recorded is not None and len(outcomes) < recorded
         found[name] = Earlier(folder, complete and not short, outcomes, recorded if short else None)
     if not found:
-        where = ", ".join(str(run.results_dir / n / resume / RAW) for n in names)
+        where = ", ".join(str(run.output.results_dir / n / resume / RAW) for n in names)
         known = sorted(
-            {p.parent.name for n in names for p in (run.results_dir / n).glob(f"*/{RAW}")}
+            {p.parent.name for n in names for p in (run.output.results_dir / n).glob(f"*/{RAW}")}
         )[-5:]
         runs = f"; runs there: {', '.join(known)}" if known else "; no run there yet"
         raise ValueError(f"--resume {resume}: no earlier run to complete ({where} missing){runs}")

@@ -98,7 +98,7 @@ def rerun_line(args: Sequence[str], run_id: str, failed_only: bool) -> str:
 
 def interval_label(run: RunSettings) -> str:
     """What the brackets of the printed tables are."""
-    if run.bootstrap <= 0:
+    if run.statistics.bootstrap <= 0:
         return "no intervals: --bootstrap 0"
     return "95% bootstrap intervals"
 
@@ -304,11 +304,11 @@ def brief_tables(result: RunResult, run: RunSettings, start: Path) -> list[Line]
     lines: list[Line] = []
     for r in result.summarized:
         metrics = key_metrics(r.headline, r.key_metrics)
-        table = brief_table(in_model_order(r.headline, run.models), metrics)
+        table = brief_table(in_model_order(r.headline, run.models.names), metrics)
         what = [", ".join(metrics)]
         if any(f"{m}_lo" in r.headline.columns for m in metrics):
             shown = any("[" in str(v) for v in table.to_numpy().ravel())
-            hidden = not shown and run.bootstrap  # dropped to fit the terminal
+            hidden = not shown and run.statistics.bootstrap  # dropped to fit the terminal
             what.append("intervals: -v, summary.csv" if hidden else interval_label(run))
         if r.data_label:
             what.append(r.data_label.split(";")[0].split("(")[0].strip())
@@ -337,7 +337,7 @@ def verbose_tables(result: RunResult, run: RunSettings) -> list[Line]:
         lines.append(
             Line(f"vlmbench: {r.name} ({heading}){f'; {label}' if label else ''}", sep="=")
         )
-        ordered = in_model_order(r.headline, run.models)
+        ordered = in_model_order(r.headline, run.models.names)
         lines.append(Line(markdown_table(with_intervals(ordered, metrics))))
         lines.append(Line(counts_line(r.outcomes, r.comparisons)))
         lines += usage_lines(r)
@@ -352,9 +352,9 @@ def verbose_tables(result: RunResult, run: RunSettings) -> list[Line]:
     if rows:
         lines.append(Line("vlmbench: engine (per process and model)", sep="-"))
         lines.append(Line(markdown_table(pd.DataFrame(rows))))
-    if not run.power:
+    if not run.statistics.power:
         return lines
-    delta, halfwidth = run.power_delta, run.target_halfwidth
+    delta, halfwidth = run.statistics.power_delta, run.statistics.target_halfwidth
     for r in result.evaluations:
         if r.comparisons is None:
             continue
@@ -401,7 +401,7 @@ def partial_lines(result: RunResult) -> list[str]:
 def failure_line(r: EvaluationResult, run: RunSettings) -> str:
     """What broke an evaluation's summary, and where its outcomes are kept: an input's fault (an
     OptionError: a file an option names) or a bug of the suite."""
-    raw = folder_of(run.results_dir, r.name, run.run_id) / RAW
+    raw = folder_of(run.output.results_dir, r.name, run.output.run_id) / RAW
     if r.failed_input is not None:
         return (
             f"vlmbench: {r.name}: its summary could not use an input: {r.failed_input}; the "

@@ -5,7 +5,7 @@ report: the values of the key variables providers declare (`Backend.key_env`, wa
 a provider class is defined), keys and URL credentials registered when read, of any length, and
 their base64 and Basic-auth forms.
 
-The `--model-arg` pairs of `python:` models (fixtures.options) hold secrets too: an argument
+The `--model-arg` pairs of `python:` models (fixtures.model_options) hold secrets too: an argument
 whose name says so (`secret_arg`: key, token, secret, password, passwd, credential) or given by
 `--model-arg-secret` has its value registered here in every process, written as `[redacted]`
 where the suite records the arguments (`recorded_args`), and enters the cache identity only as

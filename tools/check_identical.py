@@ -44,7 +44,7 @@ from pathlib import Path
 
 PROFILES = ("writeup", "source")
 FILES = ("raw_results.jsonl", "summary.csv", "comparisons.csv", "report.md")
-MODELS = "oracle,chance"  # the default of --model (fixtures/options.py), named so both trees agree
+MODELS = "oracle,chance"  # the default of --model (ModelSettings.names), named so both trees agree
 EXCERPT = 110
 
 

@@ -23,7 +23,7 @@ from support.backends import registry
 from support.backends.gemini import GeminiBackend
 from support.backends.transformers_local import TransformersBackend
 from support.contract.evaluation import OptionError
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from unit.helpers.rounds_runs import CONFTEST, TEST_MODULE, plant_rounds, rounds_args
 
 HERE = Path(__file__).parent
@@ -120,7 +120,9 @@ def test_skip_summary_is_short_and_counts_the_rest():
 
 
 def configure(name: str, tmp_path: Path, **values):
-    run = RunSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+    run = RunSettings(
+        output=OutputSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+    )
     return evaluations.spec(name).configure(values, run)
 
 

@@ -112,11 +112,11 @@ class RecordingClient:
 def test_a_bad_image_is_never_sent(data, tmp_path):
     from support.evaluations.pgt.spec import configure
     from support.evaluations.pgt.task import PgtEvaluation
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
 
     bad = bad_images(data)
     dataset = csv(data, "a.png", *(p.name for p in bad.values()))
-    run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path / "results")
+    run = RunSettings(output=OutputSettings(cache_dir=tmp_path, results_dir=tmp_path / "results"))
     ev = PgtEvaluation.load(run, configure({"pgt_dataset": str(dataset)}, run))
     client = RecordingClient()
     for case in [c for c in ev.cases() if c.params["row"] > 0][:: len(ev.cases()) // 8]:

@@ -22,7 +22,7 @@ from support.evaluations.nyu_distance.synthetic import write_nyu_mat
 from support.evaluations.nyu_distance.task import NyuDistanceEvaluation
 from support.evaluations.pointing.dataset import CholecSeg8k, CholecSeg8kFileError
 from support.evaluations.pointing.synthetic import build_cholecseg8k
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 
 H, W = 480, 640  # NYU image px
 
@@ -41,7 +41,9 @@ def _mat(path: Path, depths: list[np.ndarray]) -> Path:
 
 
 def _load(tmp_path: Path, **settings) -> NyuDistanceEvaluation:
-    run = RunSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+    run = RunSettings(
+        output=OutputSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+    )
     return NyuDistanceEvaluation.load(run, NyuSettings(**settings))
 
 

@@ -126,9 +126,9 @@ def test_the_checks_see_a_wrong_import(tmp_path):
     """The reader finds imports inside functions too (so the graph tests can fail)."""
     path = tmp_path / "m.py"
     path.write_text(
-        "def f():\n    from support.evaluations.pgt.task import X\n    import fixtures.options\n"
+        "def f():\n    from support.evaluations.pgt.task import X\n    import fixtures.models\n"
     )
-    assert {"support.evaluations.pgt.task", "fixtures.options"} <= imports(path)
+    assert {"support.evaluations.pgt.task", "fixtures.models"} <= imports(path)
 
 
 # -- circles: file by file, and room by room ----------------------------------------------------

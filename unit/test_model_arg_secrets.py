@@ -284,7 +284,7 @@ def test_the_keyed_digest_tells_secrets_apart_and_keeps_no_value(tmp_path):
 
 
 def test_usage_errors_show_no_secret_value():
-    from fixtures.options import parse_model_args
+    from fixtures.model_options import parse_model_args
 
     python = ["python:m:F"]
     with pytest.raises(pytest.UsageError, match="--model-arg-secret: expected KEY=VALUE") as e:

@@ -133,7 +133,7 @@ class ApiBackend(Backend):
         self._api_key = api_key
         register_secret(api_key)
         register_url(base_url)
-        install_log_redaction()  # the SDK's DEBUG logs (also at configure, fixtures/options.py)
+        install_log_redaction()  # the SDK's DEBUG logs (also at configure: fixtures.run_settings)
         # what the SDK's client gets: the URL without credentials (the SDKs' HTTP client would
         # send them as Basic auth in place of the key header), and a header carrying them instead
         # only where there is no key

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from support.secrets import watch_variables
+from support.settings import ApiSettings, RunSettings
 from support.types import Request, Response
 
 if TYPE_CHECKING:  # thinking.py reads model folders, whose module imports this one
@@ -42,10 +43,11 @@ class BackendBuildError(RuntimeError):
 class BackendOptions:
     """Session settings a factory may read."""
 
-    seed: int = 0
+    seed: int = RunSettings.seed
     api_base: str | None = None  # endpoint of API models; None: the SDK's own setting
-    timeout_s: float = 60.0  # seconds per API request attempt
-    max_retries: int = 5  # SDK retries of an API request (429, 5xx, timeouts, connection errors)
+    timeout_s: float = ApiSettings.timeout_s  # seconds per API request attempt
+    # SDK retries of an API request (429, 5xx, timeouts, connection errors)
+    max_retries: int = ApiSettings.retries
     # local engines: ("gpus", (0, 1)), ("max_batch", N), ("device", "cuda:1"), ...
     extra: tuple[tuple[str, Any], ...] = ()
     # the run's cache folder (local models memoise their weight hashes there); None: unknown

@@ -77,6 +77,7 @@ from support.backends.base import (
 )
 from support.backends.families import Family, family_of
 from support.backends.thinking import VARIANT_SEP, Thinking, split_variant, variant_name
+from support.settings import ModelSettings
 from support.types import MODALITIES
 
 ENTRY_POINT_GROUP = "vlmbench.models"
@@ -265,7 +266,7 @@ _BUILTIN: tuple[ModelSpec, ...] = (
 # registered name -> spec: the suite's own models (plugins' models: plugin_models())
 MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _BUILTIN}
 
-DEFAULT_MODELS: tuple[str, ...] = ("oracle", "chance")
+DEFAULT_MODELS: tuple[str, ...] = ModelSettings.names  # the offline reference models
 
 
 # -- plugins ---------------------------------------------------------------------------------------

@@ -69,12 +69,13 @@ from support.backends.batch_protocol import (
     ListedBatch,
 )
 from support.secrets import redact
+from support.settings import ApiSettings
 from support.types import Request, Response, canonical_json, sha256_hex
 
 log = logging.getLogger(__name__)
 
 MODES = ("wait", "submit", "collect")
-POLL_S = 30.0  # seconds between status reads of a batch in progress (--batch-poll)
+POLL_S = ApiSettings.batch_poll_s  # seconds between status reads of a batch in progress
 SETTLE_S = 0.25  # seconds the queue must stay blocked before a round is cut
 SUBMITS_AT_ONCE = 2  # batches of one round uploaded at the same time
 MAX_POLL_ERRORS = 5  # failed status reads in a row before the batch's waiters fail

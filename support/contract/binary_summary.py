@@ -59,7 +59,7 @@ class BinarySummary:
         from support.reporting.tables import in_model_order, markdown_table, with_intervals
 
         table = markdown_table(
-            with_intervals(in_model_order(summary, ctx.run.models), self.METRICS)
+            with_intervals(in_model_order(summary, ctx.run.models.names), self.METRICS)
         )
         title = f"{ctx.evaluation or 'evaluation'}: accuracy per model"
         ctx.report.add(f"# {title}\n\n{table}\n")

@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from support.contract.evaluation import OptionError
-from support.settings import RunSettings
+from support.settings import OutputSettings
 from support.storage.file_hashes import HASH_MEMO
 
 SYNTHETIC_FIX = "or leave the option out for the synthetic sample"
-CACHE_NAME = RunSettings().cache_dir.name  # the cache folder's default name, .vlmbench-cache
+CACHE_NAME = OutputSettings.cache_dir.name  # the cache folder's default name, .vlmbench-cache
 SYNTHETIC_DIR = "synthetic"  # the samples vlmbench builds, in its cache folder
 SKIPPED = f"{CACHE_NAME}/ and macOS __MACOSX/ folders are skipped"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from support.reporting.markdown import Report
-from support.settings import RunSettings
+from support.settings import RunSettings, StatisticsSettings
 from support.storage.run_folder import SCORE_KINDS
 from support.types import Outcome
 
@@ -61,7 +61,7 @@ class SummaryContext:
     @property
     def n_resamples(self) -> int:
         """Bootstrap resamples of each interval (0: no intervals)."""
-        return self.run.bootstrap
+        return self.run.statistics.bootstrap
 
     @property
     def seed(self) -> int:
@@ -79,8 +79,8 @@ class SummaryContext:
     @classmethod
     def of(
         cls,
-        n_resamples: int = 1000,
-        seed: int = 0,
+        n_resamples: int = StatisticsSettings.bootstrap,
+        seed: int = RunSettings.seed,
         settings: Any = None,
         data_label: str | None = None,
         **run: Any,
@@ -89,7 +89,9 @@ class SummaryContext:
         resamples and seed, the evaluation's settings, its data label and any other RunSettings
         field."""
         return cls(
-            RunSettings(bootstrap=n_resamples, seed=seed, **run), settings, data_label=data_label
+            RunSettings(seed=seed, statistics=StatisticsSettings(bootstrap=n_resamples), **run),
+            settings,
+            data_label=data_label,
         )
 
 

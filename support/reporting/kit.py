@@ -12,7 +12,7 @@ for every summary (the stock one, support.contract.binary_summary, included).
 - `interval_columns(metrics)`: `m, m_lo, m_hi` for each metric, the layout of summary.csv.
 - `save_figure(fig, path, dpi)`: a matplotlib figure written as PNG through
   support.storage.files.atomic_write (a reader never sees half a picture), then closed.
-- Models in a table or figure come in the run's order (`RunSettings.models`, as `--model` gave
+- Models in a table or figure come in the run's order (`ModelSettings.names`, as `--model` gave
   them): support.reporting.tables.model_order, in_model_order.
 - `integer_axis(axis)`, `legend_outside(fig, handles)`: a count axis with whole-number ticks,
   and a figure's legend above its axes (never over the data).

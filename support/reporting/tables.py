@@ -161,7 +161,7 @@ def model_order(found: Iterable[str], models: Sequence[str] = ()) -> list[str]:
 
 
 def in_model_order(df: pd.DataFrame, models: Sequence[str], column: str = "model") -> pd.DataFrame:
-    """`df`'s rows with `column` in the run's model order (`RunSettings.models`, as given on the
+    """`df`'s rows with `column` in the run's model order (`ModelSettings.names`, as given on the
     command line; model_order), the rows of one model kept in their order.
     For what a person reads: summary.csv and the other CSVs keep their own row order."""
     if column not in df or df.empty:

@@ -12,8 +12,8 @@ group per model. Outcomes with a backend error pair with nothing; cases found on
 counted (`unmatched_a`, `unmatched_b`), never silently dropped. The statistics are
 support.statistics.paired'; Holm's adjustment runs over the whole table of an evaluation (`p_holm`).
 
-`--compare A,B` (RunSettings.compare) replaces the evaluation's default contrasts: A and B are two
-models of the run, or two labels of one of the evaluation's fields.
+`--compare A,B` (StatisticsSettings.compare) replaces the evaluation's default contrasts: A and B
+are two models of the run, or two labels of one of the evaluation's fields.
 """
 
 from __future__ import annotations

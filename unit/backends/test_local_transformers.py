@@ -341,7 +341,10 @@ def test_device(pytestconfig):
 @pytest.mark.parametrize(("device", "available"), [("cpu", True), ("cuda:99", False)])
 def test_the_device_option_reaches_the_backend(pytester, tiny, device, available):
     """--device on the command line -> BackendOptions.extra -> the hf: factory."""
-    pytester.makeconftest('pytest_plugins = ["fixtures.options", "fixtures.models"]')
+    pytester.makeconftest(
+        "from fixtures.suite import SETTINGS_PLUGINS\n"
+        'pytest_plugins = [*SETTINGS_PLUGINS, "fixtures.models"]'
+    )
     pytester.makepyfile(DEVICE_TEST.format(device=device, model=f"hf:{tiny}", available=available))
     cache = pytester.path / "cache"
     result = pytester.runpytest_inprocess(

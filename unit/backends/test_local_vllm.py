@@ -84,9 +84,9 @@ def _config(**options):
     configure, as the suite's pytest_configure does)."""
     from types import SimpleNamespace
 
-    from fixtures.options import SETTINGS_KEY
+    from fixtures.run_settings import SETTINGS_KEY
     from support import evaluations
-    from support.settings import RunSettings
+    from support.settings import LocalSettings, RunSettings
 
     run = RunSettings()
     configured = {}
@@ -96,7 +96,7 @@ def _config(**options):
         configured[name] = spec.configure(values, run)
     stash = pytest.Stash()
     engine = {k: options[k] for k in ("max_images", "max_batch", "gpus") if k in options}
-    stash[SETTINGS_KEY] = RunSettings(evaluations=configured, **engine)
+    stash[SETTINGS_KEY] = RunSettings(evaluations=configured, local=LocalSettings(**engine))
     return SimpleNamespace(stash=stash)
 
 

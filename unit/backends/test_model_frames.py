@@ -262,10 +262,10 @@ def surgvqa(shared_cache):
     from support.evaluations.surgvqa.spec import SurgvqaSettings
     from support.evaluations.surgvqa.synthetic import ensure_surgvu
     from support.evaluations.surgvqa.task import SurgvqaEvaluation
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
 
     root = ensure_surgvu(shared_cache)
-    run = RunSettings(cache_dir=shared_cache)
+    run = RunSettings(output=OutputSettings(cache_dir=shared_cache))
 
     def load(box_frame: str) -> SurgvqaEvaluation:
         return SurgvqaEvaluation.load(run, SurgvqaSettings(root=str(root), box_frame=box_frame))

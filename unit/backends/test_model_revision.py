@@ -143,8 +143,8 @@ def test_a_hub_id_with_a_local_snapshot_is_its_commit(offline_hub):
 
 def test_the_run_passes_its_cache_folder_unless_no_cache(monkeypatch, tmp_path):
     from fixtures import models
-    from fixtures.options import SETTINGS_KEY
-    from support.settings import RunSettings
+    from fixtures.run_settings import SETTINGS_KEY
+    from support.settings import OutputSettings, RunSettings
 
     seen = []
 
@@ -155,7 +155,8 @@ def test_the_run_passes_its_cache_folder_unless_no_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(models, "create_backend", fake_create_backend)
     for use_cache in (True, False):
         stash = pytest.Stash()
-        stash[SETTINGS_KEY] = RunSettings(cache_dir=tmp_path / "cache", use_cache=use_cache)
+        output = OutputSettings(cache_dir=tmp_path / "cache", use_cache=use_cache)
+        stash[SETTINGS_KEY] = RunSettings(output=output)
         config = SimpleNamespace(stash=stash)
         assert models.client_or_reason(config, "hf:x") == "not built here"
     assert seen == [str(tmp_path / "cache"), None]

@@ -1,6 +1,6 @@
 """The `planted:RULE` reference model (support/backends/planted.py): its registry entry, its
 answers (the oracle's, or wrong ones where the rule fails a request) and `--model` parsing that
-keeps a rule's commas (fixtures/options.py parse_models)."""
+keeps a rule's commas (fixtures/model_options.py parse_models)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from fixtures.options import parse_models
+from fixtures.model_options import parse_models
 from support.backends.base import BackendError
 from support.backends.planted import PlantedBackend, PlantedRule
 from support.backends.registry import (

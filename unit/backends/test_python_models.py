@@ -347,7 +347,7 @@ def test_an_answer_of_the_wrong_shape_is_that_requests_error(user_module):
     ],
 )
 def test_model_args_are_checked_at_configure(values, models, message):
-    from fixtures.options import parse_model_args
+    from fixtures.model_options import parse_model_args
 
     with pytest.raises(pytest.UsageError, match=message):
         parse_model_args(values, models)

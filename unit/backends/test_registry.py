@@ -308,7 +308,10 @@ def test_a_broken_plugin_is_an_error_naming_its_entry_point(tmp_path, monkeypatc
             lookup("oracle")
 
 
-CONFTEST = 'pytest_plugins = ["fixtures.options", "fixtures.models"]'
+CONFTEST = (
+    "from fixtures.suite import SETTINGS_PLUGINS\n"
+    'pytest_plugins = [*SETTINGS_PLUGINS, "fixtures.models"]'
+)
 INNER_TEST = """
 import asyncio
 import dataclasses

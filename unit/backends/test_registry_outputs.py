@@ -30,7 +30,7 @@ from support.backends.base import Backend, BackendError
 from support.backends.planted import stable_uniform
 from support.backends.reference import ChanceBackend, OracleBackend
 from support.contract.evaluation import SummaryContext
-from support.settings import RunSettings
+from support.settings import ModelSettings, OutputSettings, RunSettings, StatisticsSettings
 from support.storage.files import write_jsonl
 from support.types import OPTIONAL_FIELDS, OUTCOME_FIELDS, Outcome, Request, Response
 from unit.contract.test_summary_matrix import run_cases  # the same in-process runner
@@ -110,12 +110,12 @@ def outcomes(base: Path) -> Callable[[str], tuple[RunSettings, list[Outcome]]]:
     def get(name: str) -> tuple[RunSettings, list[Outcome]]:
         if name not in found:
             run = RunSettings(
-                models=MODELS,
-                cache_dir=base / "cache",
-                results_dir=base / "results",
-                run_id="r",
-                bootstrap=RESAMPLES,
                 seed=0,
+                models=ModelSettings(names=MODELS),
+                output=OutputSettings(
+                    cache_dir=base / "cache", results_dir=base / "results", run_id="r"
+                ),
+                statistics=StatisticsSettings(bootstrap=RESAMPLES),
             )
             spec = evaluations.spec(name)
             settings = spec.configure(VALUES.get(name, {}), run)

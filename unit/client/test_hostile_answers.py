@@ -98,10 +98,12 @@ def test_nyu_metrics_stay_finite_under_absurd_answers(compat, tmp_path):
     from support.evaluations.nyu_distance.spec import NyuSettings
     from support.evaluations.nyu_distance.summary import METRICS, summarize
     from support.evaluations.nyu_distance.task import NyuDistanceEvaluation
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
     from support.types import Outcome
 
-    run = RunSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "out", samples=6)
+    run = RunSettings(
+        samples=6, output=OutputSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "out")
+    )
     ev = NyuDistanceEvaluation.load(run, NyuSettings())
     parse = parse_first_number if compat == "source" else parse_answer
     outcomes = []

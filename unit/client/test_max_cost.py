@@ -220,7 +220,8 @@ class _Config:
     settings) and workerinput."""
 
     def __init__(self, caps: MaxCost, workers: int | None) -> None:
-        from fixtures.options import MAX_COST_KEY, SETTINGS_KEY
+        from fixtures.api_options import MAX_COST_KEY
+        from fixtures.run_settings import SETTINGS_KEY
         from support.settings import RunSettings
 
         self.stash = {MAX_COST_KEY: caps, SETTINGS_KEY: RunSettings()}

@@ -16,15 +16,14 @@ from support.contract.data_paths import CACHE_NAME, built_by_vlmbench, files_bel
 from support.contract.evaluation import OptionError
 from support.evaluations.surgvqa.dataset import read_tools, read_vqa
 from support.evaluations.surgvqa.synthetic import build_surgvu, ensure_surgvu
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.storage.file_hashes import HASH_MEMO
 
 
 def run_settings(tmp_path: Path, **evaluation_settings) -> RunSettings:
     return RunSettings(
-        cache_dir=tmp_path / "cache",
-        results_dir=tmp_path / "results",
         evaluations=evaluation_settings,
+        output=OutputSettings(cache_dir=tmp_path / "cache", results_dir=tmp_path / "results"),
     )
 
 
@@ -154,7 +153,9 @@ def test_data_in_a_cache_is_labelled_synthetic(tmp_path: Path, evaluation: str, 
 
 def test_the_default_sample_is_labelled_in_the_manifest(tmp_path: Path, sample: Path) -> None:
     settings = configure("surgvqa", tmp_path)  # no --surgvqa-root: the sample in the cache
-    run = RunSettings(cache_dir=sample.parent.parent, evaluations={"surgvqa": settings})
+    run = RunSettings(
+        evaluations={"surgvqa": settings}, output=OutputSettings(cache_dir=sample.parent.parent)
+    )
     section = data_section(evaluations.spec("surgvqa"), run)
     assert section is not None and "synthetic sample" in section["label"]
     assert "sha256" in section

@@ -28,7 +28,7 @@ from support.backends.reference import OracleBackend
 from support.client.engine import ModelClient
 from support.contract.evaluation import Evaluation, SummaryContext
 from support.contract.runner import CaseResult, run_case
-from support.settings import RunSettings
+from support.settings import ModelSettings, OutputSettings, RunSettings, StatisticsSettings
 from support.types import Case, Outcome, Request, Response
 from unit.helpers.suite_runs import cache_with_shared_data
 
@@ -132,12 +132,12 @@ def outcomes(base: Path) -> dict[tuple[str, str], tuple[RunSettings, list[Outcom
     found = {}
     for name in EVALUATIONS:
         run = RunSettings(
-            models=("m-a", "m-b"),
             samples=2,
-            cache_dir=base / "cache",
-            results_dir=base / "results",
-            run_id="r",
-            bootstrap=RESAMPLES,
+            models=ModelSettings(names=("m-a", "m-b")),
+            output=OutputSettings(
+                cache_dir=base / "cache", results_dir=base / "results", run_id="r"
+            ),
+            statistics=StatisticsSettings(bootstrap=RESAMPLES),
         )
         spec = evaluations.spec(name)
         settings = spec.configure(VALUES.get(name, {}), run)
@@ -200,12 +200,14 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
     from support.storage.files import write_csv, write_jsonl
 
     run, outs = outcomes[(name, mix)]
-    run = replace(run, results_dir=tmp_path / "results")
-    out_dir = run.results_dir / name / run.run_id
+    run = replace(run, output=replace(run.output, results_dir=tmp_path / "results"))
+    out_dir = run.output.results_dir / name / run.output.run_id
     module = evaluations.spec(name).summary_module()
     outs = sorted(outs, key=lambda o: (o.model, o.case_id))
     files = [write_jsonl(outs, out_dir / "raw_results.jsonl")]
-    ctx = evaluations.spec(name).summary_context(replace(run, bootstrap=RESAMPLES, seed=0))
+    ctx = evaluations.spec(name).summary_context(
+        replace(run, statistics=replace(run.statistics, bootstrap=RESAMPLES), seed=0)
+    )
     summary = module.summarize(outs, ctx)
     head = module.headline(summary)
     metrics = [c for c in head.columns if f"{c}_lo" in head.columns]
@@ -216,7 +218,7 @@ def test_summary_and_files_survive(outcomes, tmp_path: Path, name: str, mix: str
         write_csv(calls_table(outs), out_dir / "calls.csv"),
         *module.write_outputs(outs, summary, out_dir, ctx),
     ]
-    compared = module.compared(name, outs, run.compare, RESAMPLES, 0)
+    compared = module.compared(name, outs, run.statistics.compare, RESAMPLES, 0)
     section = ""
     if compared is not None:
         table, notes = compared
@@ -262,11 +264,11 @@ def test_data_label_is_none_on_real_data_and_the_report_says_nothing(
 ) -> None:
     spec = evaluations.spec(name)
     module = spec.summary_module()
-    synthetic = RunSettings(results_dir=tmp_path / "results", run_id="r")
+    synthetic = RunSettings(output=OutputSettings(results_dir=tmp_path / "results", run_id="r"))
     assert spec.data_label(synthetic)  # no data option: the synthetic sample
     run = replace(synthetic, evaluations={name: real_settings(name, tmp_path)})
     assert spec.data_label(run) is None
-    ctx = spec.summary_context(replace(run, bootstrap=0))
+    ctx = spec.summary_context(replace(run, statistics=replace(run.statistics, bootstrap=0)))
     assert ctx.data_label is None
     summary = module.summarize([], ctx)
     module.write_outputs([], summary, tmp_path / "out", ctx)

@@ -15,7 +15,7 @@ from reports.gates import Gate
 from reports.plugin import OUTCOMES_ATTR, ReportPlugin
 from support import evaluations
 from support.contract.evaluation import EvaluationSpec
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings, StatisticsSettings
 from support.types import Outcome
 
 TOY = "toy_binary"  # an evaluation with the stock summary (support.contract.binary_summary:BINARY)
@@ -56,7 +56,10 @@ def finished_plugin(tmp_path: Path, gates: list[Gate], monkeypatch) -> tuple[Rep
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(evaluation_files, "write_evaluation", counted)
-    run = RunSettings(results_dir=tmp_path / "results", run_id="r1", bootstrap=0)
+    run = RunSettings(
+        output=OutputSettings(results_dir=tmp_path / "results", run_id="r1"),
+        statistics=StatisticsSettings(bootstrap=0),
+    )
     plugin = ReportPlugin(run, gates)
     a = Outcome("b-case", TOY, "m1", "correct")
     b = Outcome("a-case", TOY, "m1", "wrong")

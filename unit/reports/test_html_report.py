@@ -330,14 +330,18 @@ def test_a_summary_lists_models_in_the_command_lines_order() -> None:
     """The headline's rows (sorted by name in summary.csv) in `--model` order on the page."""
     from reports.html import evaluation_section
     from reports.result import EvaluationResult
-    from support.settings import RunSettings
+    from support.settings import ModelSettings, RunSettings
 
     head = pd.DataFrame(
         {"model": ["alpha", "beta", "zeta"], "n": [3, 3, 3], "f1": [0.5, 0.6, 0.7],
          "f1_lo": [0.4, 0.5, 0.6], "f1_hi": [0.6, 0.7, 0.8]}
     )  # fmt: skip
     result = EvaluationResult("e", (), headline=head)
-    page = "".join(evaluation_section(result, RunSettings(models=("zeta", "alpha", "beta"))))
+    page = "".join(
+        evaluation_section(
+            result, RunSettings(models=ModelSettings(names=("zeta", "alpha", "beta")))
+        )
+    )
     cells = re.findall(r"<td>(alpha|beta|zeta)</td>", page)
     assert cells == ["zeta", "alpha", "beta"]
 

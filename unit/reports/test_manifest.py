@@ -4,7 +4,6 @@ to end (every field, serial = `-n 2`, a changed data file changes the fingerprin
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -20,7 +19,7 @@ from PIL import Image
 
 from reports import manifest as mf
 from support import evaluations
-from support.settings import RunSettings
+from support.settings import RECORDED, OutputSettings, RunSettings
 from support.types import Outcome
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,10 +113,12 @@ def test_the_run_section_holds_every_run_option():
     from support.evaluations.nyu_distance.spec import NyuSettings
 
     nyu = NyuSettings(mat="/d/nyu.mat")
-    run = RunSettings(run_id="x", seed=4, samples=3, evaluations={"nyu_distance": nyu})
+    run = RunSettings(
+        seed=4, samples=3, evaluations={"nyu_distance": nyu}, output=OutputSettings(run_id="x")
+    )
     got = mf.run_section(run, "nyu_distance")
-    options = {f.name for f in dataclasses.fields(RunSettings)} - {"seed", "evaluations"}
-    assert options <= set(got)  # a field added to RunSettings later is recorded too
+    options = set(RECORDED) - {"seed", "evaluations"}  # each setting (unit/test_settings.py)
+    assert options <= set(got)
     assert got["seeds"] == {"--seed": 4} and got["samples"] == 3 and got["run_id"] == "x"
     assert got["settings"] == mf.plain(nyu) and got["settings"]["mat"] == "/d/nyu.mat"
     json.dumps(got, allow_nan=False)
@@ -335,7 +336,7 @@ def _all_files(folder: Path) -> set[Path]:
 
 
 def test_default_data_is_the_synthetic_folder_of_the_cache(shared_cache):
-    run = RunSettings(cache_dir=shared_cache)
+    run = RunSettings(output=OutputSettings(cache_dir=shared_cache))
     for name in ("pgt", "nyu_distance", "dynamic"):
         (found,) = _data_files(name, run)
         assert found.exists() and (shared_cache / "synthetic") in found.parents, name
@@ -345,7 +346,7 @@ def test_data_files_follow_the_options(tmp_path):
     from support.evaluations.nyu_distance.spec import NyuSettings
     from support.evaluations.pointing.spec import PointingSettings
 
-    run = RunSettings(cache_dir=tmp_path / "cache")
+    run = RunSettings(output=OutputSettings(cache_dir=tmp_path / "cache"))
     mat = tmp_path / "nyu.mat"  # not there: configure would refuse it, data_files only lists it
     assert evaluations.spec("nyu_distance").data_files(NyuSettings(mat=str(mat)), run) == [mat]
     (tmp_path / "rgb").mkdir()
@@ -366,14 +367,14 @@ def test_data_files_follow_the_options(tmp_path):
     # fetched)
     settings = PointingSettings(cholecseg8k="someone/SomeData")  # configure: "not downloaded"
     (hub,) = evaluations.spec("pointing").data_files(settings, run)
-    assert hub.is_relative_to(run.cache_dir) and not hub.exists()
+    assert hub.is_relative_to(run.output.cache_dir) and not hub.exists()
 
 
 def test_pgt_csv_data_are_the_csv_and_its_images(shared_cache):
     from support.evaluations.pgt.synthetic import ensure_pgt_sample
 
     csv = ensure_pgt_sample(shared_cache)
-    run = RunSettings(cache_dir=shared_cache)
+    run = RunSettings(output=OutputSettings(cache_dir=shared_cache))
     got = _data_files("pgt", run, pgt_dataset=str(csv))
     assert got[0] == csv and len(got) > 1
     assert set(got) == _all_files(csv.parent)  # the sample's folder holds just these
@@ -384,7 +385,9 @@ def test_surgvqa_root_data_are_the_files_read_below_it(shared_cache, tmp_path):
 
     root = shutil.copytree(ensure_surgvu(shared_cache), tmp_path / "surgvu")
     (root / "notes.txt").write_text("not read by the evaluation")
-    got = _data_files("surgvqa", RunSettings(cache_dir=tmp_path), surgvqa_root=str(root))
+    got = _data_files(
+        "surgvqa", RunSettings(output=OutputSettings(cache_dir=tmp_path)), surgvqa_root=str(root)
+    )
     assert len(got) == len(set(got)) and all(p.is_file() for p in got)
     # every clip, question and answer file, each video's COCO truth (its grand-challenge twin is
     # read only without one: support/evaluations/surgvqa/dataset.py read_tools); not the notes

@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from support.contract.evaluation import SummaryContext
 from support.reporting.kit import integer_axis, legend_outside
 from support.reporting.tables import MISSING, in_model_order, markdown_table, model_order
+from support.settings import ModelSettings
 from support.types import Outcome
 from unit.evaluations.dynamic.test_dynamic_summary import M_DYN, N_RANDOM, task
 from unit.evaluations.pointing.test_pointing_summary import writeup_outcomes
@@ -195,7 +196,7 @@ def test_surgvqa_writes_its_plot_and_report_in_run_order(tmp_path: Path) -> None
 
     outs = vqa_outcomes("m") + tool_outcomes("m") + vqa_outcomes("a") + tool_outcomes("a")
     ctx = SummaryContext.of(n_resamples=0)
-    ctx = replace(ctx, run=replace(ctx.run, models=("m", "a")))
+    ctx = replace(ctx, run=replace(ctx.run, models=ModelSettings(names=("m", "a"))))
     written = s.write_outputs(outs, s.summarize(outs, ctx), tmp_path, ctx)
     assert written[0] == tmp_path / "metrics_by_model.png" and written[0].stat().st_size > 0
     report = ctx.report.text()
@@ -229,7 +230,7 @@ def test_the_stock_summary_lists_models_in_the_run_order() -> None:
         for k in range(2)
     ]
     ctx = SummaryContext.of(n_resamples=0)
-    ctx = replace(ctx, run=replace(ctx.run, models=("zeta", "alpha")))
+    ctx = replace(ctx, run=replace(ctx.run, models=ModelSettings(names=("zeta", "alpha"))))
     BINARY.write_outputs(outs, BINARY.summarize(outs, ctx), Path("."), ctx)
     text = ctx.report.text()
     assert text.index("| zeta") < text.index("| alpha")

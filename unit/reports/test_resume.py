@@ -20,7 +20,7 @@ import pytest
 from reports.result import Completion
 from reports.resume import earlier_runs, rerun_command
 from support.doubles.loopback import Faults, LoopbackServer, ScriptRequest
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.types import Outcome
 from unit.helpers.suite_runs import link_shared_data
 
@@ -180,7 +180,7 @@ def test_resume_is_a_usage_error_for_a_missing_run_or_other_rules(
 def test_an_earlier_run_that_cannot_be_read_is_named_at_the_start(tmp_path: Path) -> None:
     """Its outcomes are read before collection: a broken row is a usage error naming the file
     and line then, never a failure at session finish that would cost this session's answers."""
-    run = RunSettings(results_dir=tmp_path, run_id="r")
+    run = RunSettings(output=OutputSettings(results_dir=tmp_path, run_id="r"))
     folder = tmp_path / "nyu_distance" / "r"
     folder.mkdir(parents=True)
     row = Outcome("c1-oracle", "nyu_distance", "oracle", "correct").to_json()

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fixtures.options import parse_compare
+from fixtures.statistics_options import parse_compare
 from support.evaluations.pointing.summary import COMPARISONS as POINTING
 from support.statistics.pairing import (
     TABLE_COLUMNS,

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from fixtures.options import (
+from fixtures.output_options import (
     RUN_ID_INPUT,
     check_results_dir,
     lock_run_folders,
@@ -21,7 +21,7 @@ from fixtures.options import (
     run_id,
 )
 from support.evaluations.pgt.layout import path_name
-from support.settings import RunSettings
+from support.settings import OutputSettings
 from support.storage.files import MAX_NAME_CHARS, file_name, write_csv
 
 
@@ -46,19 +46,19 @@ def test_workers_take_the_controllers_run_id() -> None:
 
 
 def test_a_second_session_on_a_run_folder_is_a_usage_error(tmp_path: Path) -> None:
-    run = RunSettings(results_dir=tmp_path, run_id="shared")
+    output = OutputSettings(results_dir=tmp_path, run_id="shared")
     first, second = fake_config(), fake_config()
-    lock_run_folders(first, run, ["pointing", "pgt"])
+    lock_run_folders(first, output, ["pointing", "pgt"])
     with pytest.raises(pytest.UsageError) as err:
-        lock_run_folders(second, run, ["pointing"])
+        lock_run_folders(second, output, ["pointing"])
     assert str(tmp_path / "pointing" / "shared") in str(err.value)
     assert "--run-id shared" in str(err.value)
     other = fake_config()  # another run id, at the same time: no conflict
-    lock_run_folders(other, RunSettings(results_dir=tmp_path, run_id="other"), ["pointing"])
+    lock_run_folders(other, OutputSettings(results_dir=tmp_path, run_id="other"), ["pointing"])
     release_run_folders(other)
     release_run_folders(first)  # the first session ends: a rerun of its id works
     assert not list(tmp_path.rglob("*.lock"))  # and leaves no lock file behind
-    lock_run_folders(second, run, ["pointing"])
+    lock_run_folders(second, output, ["pointing"])
     release_run_folders(second)
 
 
@@ -138,8 +138,8 @@ def pytest_runtest_call(item):
 @pytest.mark.slow
 def test_a_second_session_on_a_run_id_stops_at_its_start(run_suite, tmp_path: Path) -> None:
     held = fake_config()  # another session writing pointing/shared (the lock a session takes)
-    run = RunSettings(results_dir=tmp_path / "results", run_id="shared")
-    lock_run_folders(held, run, ["pointing"])
+    output = OutputSettings(results_dir=tmp_path / "results", run_id="shared")
+    lock_run_folders(held, output, ["pointing"])
     try:
         second, results = run_suite("pointing", *ARGS, "-n", "2", run_id="shared")
     finally:

@@ -22,7 +22,7 @@ from conftest import REPO
 from reports.resume import earlier_runs
 from support.compare.leaderboard import Run, Skipped, build_leaderboard, read_run
 from support.compare.runs import load_run, main
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.storage.run_folder import (
     FORMAT_FIELD,
     FORMAT_VERSION,
@@ -229,7 +229,9 @@ def test_every_reader_names_a_broken_row(real_run, tmp_path, what, mutate, file,
         load_run(folder)
     named(caught.value, file, line)
     with pytest.raises(ValueError) as caught:  # --resume: a usage error at configure
-        earlier_runs(RunSettings(results_dir=tmp_path / "results"), ["pointing"], "r1")
+        earlier_runs(
+            RunSettings(output=OutputSettings(results_dir=tmp_path / "results")), ["pointing"], "r1"
+        )
     named(caught.value, file, line)
     assert str(caught.value).startswith("--resume r1: ")
     # the leaderboard reads the manifest and the tables: a row breaks neither
@@ -247,7 +249,9 @@ def test_every_reader_names_a_broken_manifest(real_run, tmp_path, what, mutate, 
         read_manifest(folder)
     named(caught.value, file, line)
     with pytest.raises(ValueError) as caught:
-        earlier_runs(RunSettings(results_dir=tmp_path / "results"), ["pointing"], "r1")
+        earlier_runs(
+            RunSettings(output=OutputSettings(results_dir=tmp_path / "results")), ["pointing"], "r1"
+        )
     named(caught.value, file, line)
     board = build_leaderboard(tmp_path / "results")  # skipped with why, the others listed
     assert [s.folder for s in board.skipped] == [folder]
@@ -471,7 +475,9 @@ def test_a_huge_answer_is_read_whole(real_run, tmp_path) -> None:
     name, found = load_run(folder)
     assert name == "pointing" and any(o.raw == huge for o in found)
     with pytest.raises(ValueError, match="other settings"):  # the rows read, the rules differ
-        earlier_runs(RunSettings(results_dir=tmp_path / "results"), ["pointing"], "r1")
+        earlier_runs(
+            RunSettings(output=OutputSettings(results_dir=tmp_path / "results")), ["pointing"], "r1"
+        )
     assert isinstance(read_run(folder), Run)
 
 

@@ -116,7 +116,7 @@ def asset_folder(settings: DynamicSettings, run: RunSettings) -> Path:
         return Path(settings.data)
     from support.evaluations.dynamic.assets import ensure_assets
 
-    return ensure_assets(run.cache_dir)
+    return ensure_assets(run.output.cache_dir)
 
 
 def data_files(settings: DynamicSettings, run: RunSettings) -> list[Path]:
@@ -130,7 +130,7 @@ def data_label(run: RunSettings) -> str | None:
     set); None for a real objects folder."""
     settings = run.evaluations.get("dynamic") or DynamicSettings()
     if settings.data:
-        return built_label(settings.data, run.cache_dir, "AnyPoint objects")
+        return built_label(settings.data, run.output.cache_dir, "AnyPoint objects")
     return "procedural objects (support/evaluations/dynamic/assets.py; not AnyPoint's objects)"
 
 

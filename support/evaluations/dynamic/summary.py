@@ -292,8 +292,8 @@ def write_outputs(
         if any(o.status != "correct" for o in tasks):
             assets = assets if assets is not None else ctx.open_data()
             written += write_hard_data(tasks, assets, settings.seed, folder / "hard_data")
-    plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png", ctx.run.models)
-    ctx.report.add(report_text(summary, plot, ctx.data_label, ctx.run.models))
+    plot = plot_cumulative_errors(outcomes, out_dir / "cumulative_errors.png", ctx.run.models.names)
+    ctx.report.add(report_text(summary, plot, ctx.data_label, ctx.run.models.names))
     return [*written, *([plot] if plot else [])]
 
 

@@ -128,7 +128,7 @@ class DynamicEvaluation(Evaluation):
         layouts = None
         if settings.data and (folder / LAYOUTS_FILE).is_file():
             layouts = read_layouts(folder / LAYOUTS_FILE)
-        store = run.cache_dir / "embeddings" if run.use_cache else None
+        store = run.output.cache_dir / "embeddings" if run.output.use_cache else None
         return cls(settings, read_assets(folder), layouts, store)
 
     # ---- the searches and their rounds ------------------------------------------------------

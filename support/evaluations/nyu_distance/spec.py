@@ -78,7 +78,7 @@ def data_files(settings: NyuSettings, run: RunSettings) -> list[Path]:
         return [Path(settings.mat)]
     from support.evaluations.nyu_distance.synthetic import ensure_nyu_mat
 
-    return [ensure_nyu_mat(run.cache_dir)]  # built by the run already: returned as is
+    return [ensure_nyu_mat(run.output.cache_dir)]  # built by the run already: returned as is
 
 
 def data_label(run: RunSettings) -> str | None:
@@ -87,7 +87,7 @@ def data_label(run: RunSettings) -> str | None:
     data."""
     settings = run.evaluations.get("nyu_distance") or NyuSettings()
     if settings.mat or settings.folder:
-        return built_label(settings.mat or settings.folder, run.cache_dir, "NYU Depth V2")
+        return built_label(settings.mat or settings.folder, run.output.cache_dir, "NYU Depth V2")
     where = "support/evaluations/nyu_distance/synthetic.py"
     return f"synthetic sample ({where}; not the real NYU Depth V2)"
 
@@ -106,7 +106,7 @@ def open_nyu(settings: NyuSettings, cache_dir: str | Path) -> Any:
 
 def open_data(settings: NyuSettings | None, run: RunSettings) -> Any:
     """The images and depths opened again (the summary draws the marked images from them)."""
-    return open_nyu(settings or NyuSettings(), run.cache_dir)
+    return open_nyu(settings or NyuSettings(), run.output.cache_dir)
 
 
 SPEC = EvaluationSpec(

@@ -331,8 +331,8 @@ def write_outputs(
 ) -> list[Path]:
     """The source's nyu_distance_results.json and marked images, report.md's part and the
     prediction-vs-truth plot (none without outcomes)."""
-    ctx.report.add(report_text(summary, outcomes, ctx.data_label, ctx.run.models))
-    plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png", ctx.run.models)
+    ctx.report.add(report_text(summary, outcomes, ctx.data_label, ctx.run.models.names))
+    plot = plot_predictions(outcomes, summary, out_dir / "pred_vs_truth.png", ctx.run.models.names)
     return [
         write_results_json(outcomes, out_dir / "nyu_distance_results.json", ctx.compat),
         *([plot] if plot else []),

@@ -128,7 +128,7 @@ class NyuDistanceEvaluation(Evaluation):
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
     def load(cls, run: RunSettings, settings: NyuSettings) -> NyuDistanceEvaluation:
-        mat: NyuMat | NyuFolder = open_nyu(settings, run.cache_dir)
+        mat: NyuMat | NyuFolder = open_nyu(settings, run.output.cache_dir)
         k, rules = settings.pairs_per_image, settings.profile
         grids, pairs = rules.sample(
             mat.depth_at, len(mat), k, run.samples, run.seed, settings.source_images

@@ -153,11 +153,11 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> PgtSettings:
         paths=ImagePaths(roots, path_map),
         profile=PROFILES[run.compat],
     )
-    if run.override:
+    if run.output.override:
         return settings
     folders = {
-        result_dir(run.results_dir, name, model, phrase, mode, n)
-        for model in run.models
+        result_dir(run.output.results_dir, name, model, phrase, mode, n)
+        for model in run.models.names
         for phrase, mode in settings.methods()
         for n in settings.ns
     }
@@ -194,7 +194,7 @@ def data_files(settings: PgtSettings, run: RunSettings) -> list[Path]:
     if settings.csv is None:
         from support.evaluations.pgt.synthetic import ensure_pgt_sample
 
-        return [ensure_pgt_sample(run.cache_dir).parent]  # built by the run already
+        return [ensure_pgt_sample(run.output.cache_dir).parent]  # built by the run already
     from support.evaluations.pgt.dataset import load_csv
 
     dataset = load_csv(settings.csv, settings.dataset, check_images=False, paths=settings.paths)
@@ -207,7 +207,7 @@ def data_label(run: RunSettings) -> str | None:
     a CSV of the user's."""
     settings = run.evaluations.get("pgt") or PgtSettings()
     if settings.csv is not None:
-        return built_label(settings.csv, run.cache_dir, "PGT dataset")
+        return built_label(settings.csv, run.output.cache_dir, "PGT dataset")
     if settings.dataset != SYNTHETIC:
         return None
     return "synthetic sample (support/evaluations/pgt/synthetic.py; not a real PGT dataset)"

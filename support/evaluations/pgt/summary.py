@@ -373,19 +373,19 @@ def write_outputs(
     """Per combination, the source's reasoning/performance/log files in its folder hierarchy;
     in the run folder, generator_recall.csv, report.md and the plots."""
     run = ctx.run
-    ts = run.run_id
+    ts = run.output.run_id
     source = ctx.compat == "source"
     written: list[Path] = []
     recall_rows = []
     summary_rows = {tuple(r[c] for c in COMBINATION): r for _, r in summary.iterrows()}
     for key, group in combinations(outcomes):
         model, dataset, phrase, mode, n = key
-        folder = result_dir(run.results_dir, dataset, model, phrase, mode, int(n))
-        generators = generator_recall(group, run.bootstrap, run.seed, source)
+        folder = result_dir(run.output.results_dir, dataset, model, phrase, mode, int(n))
+        generators = generator_recall(group, run.statistics.bootstrap, run.seed, source)
         if source:
             written += write_source_files(key, group, run)
         else:
-            perf = performance(summary_rows[key], generators, run.bootstrap, run.seed)
+            perf = performance(summary_rows[key], generators, run.statistics.bootstrap, run.seed)
             group.sort(key=lambda o: int(o.params["row"]))
             files = [folder / f"reasoning_{ts}.json", folder / performance_name(ts)]
             _write_json(files[0], [reasoning_entry(o) for o in group])
@@ -406,8 +406,8 @@ def write_outputs(
         ]
     recall_columns = [*COMBINATION, "generator", "recall", "recall_lo", "recall_hi", "n"]
     recall = pd.DataFrame(recall_rows, columns=recall_columns)  # a header even when empty
-    ctx.report.add(report_text(summary, recall, ctx.data_label, run.models))
-    sent = in_model_order(modes_sent(outcomes), run.models)
+    ctx.report.add(report_text(summary, recall, ctx.data_label, run.models.names))
+    sent = in_model_order(modes_sent(outcomes), run.models.names)
     if not sent.empty:
         ctx.report.add(
             "## What each mode sent\n\n"
@@ -419,7 +419,7 @@ def write_outputs(
     # the source's figures, from this run's performance and reasoning files (the PNGs show in
     # the HTML report); a figure the data cannot make is skipped, its reason logged; none
     # without results/pgt (no outcomes: the plots would read a missing folder as a file)
-    if not (run.results_dir / "pgt").is_dir():
+    if not (run.output.results_dir / "pgt").is_dir():
         return in_run + written
     from support.evaluations.pgt.plots import PlotSkipped, make_all
 
@@ -427,11 +427,11 @@ def write_outputs(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PlotSkipped)
         in_run += make_all(
-            run.results_dir / "pgt",
+            run.output.results_dir / "pgt",
             out_dir / "figures",
             run=performance_run,
             reasoning_run=ts,
-            order=run.models,
+            order=run.models.names,
         )
     return in_run + written  # the run folder's files first: the terminal lists the first few
 
@@ -459,11 +459,11 @@ def write_source_files(key: tuple, group: list[Outcome], run: RunSettings) -> li
     and named in the log; nothing is written when no image was scored."""
     model, dataset, phrase, mode, n = key
     n = int(n)
-    ts = run.run_id
-    folder = result_dir(run.results_dir, dataset, model, phrase, mode, n)
+    ts = run.output.run_id
+    folder = result_dir(run.output.results_dir, dataset, model, phrase, mode, n)
     group.sort(key=lambda o: int(o.params.get("order", o.params["row"])))
     scored = [o for o in group if o.status != "error"]
-    logs = log_dir(run.results_dir, dataset, model, phrase, mode, n) / f"evaluation_{ts}.log"
+    logs = log_dir(run.output.results_dir, dataset, model, phrase, mode, n) / f"evaluation_{ts}.log"
     if not scored:
         atomic_write_text(logs, log_text(key, group, None, []))
         return [logs]

@@ -152,7 +152,7 @@ class PgtEvaluation(Evaluation):
     # ---- loading and cases -------------------------------------------------------------------
     @classmethod
     def load(cls, run: RunSettings, settings: PgtSettings) -> PgtEvaluation:
-        csv = settings.csv if settings.csv is not None else ensure_pgt_sample(run.cache_dir)
+        csv = settings.csv if settings.csv is not None else ensure_pgt_sample(run.output.cache_dir)
         dataset = load_csv(csv, settings.dataset, paths=settings.paths)
         n = len(dataset.examples)
         order = settings.profile.order(n)
@@ -206,7 +206,7 @@ class PgtEvaluation(Evaluation):
     def combination_dir(self, case: Case, model: str) -> Path:
         p = case.params
         return result_dir(
-            self.run.results_dir, self.dataset.name, model, p["phrase"], p["mode"], p["n"]
+            self.run.output.results_dir, self.dataset.name, model, p["phrase"], p["mode"], p["n"]
         )
 
     async def reused(self, case: Case, model: str) -> Reused | None:

@@ -21,12 +21,13 @@ import zipfile
 from pathlib import Path
 
 from support.evaluations.pointing.dataset import HUB_ID, find_raw_root
+from support.settings import OutputSettings
 from support.storage.files import build_once
 
 log = logging.getLogger(__name__)
 
 HUB_FILE = "data/CholecSeg8k.zip"  # the zip inside the hub dataset repository
-DEFAULT_CACHE = Path(".vlmbench-cache")  # as RunSettings.cache_dir
+DEFAULT_CACHE = OutputSettings.cache_dir  # the suite's --cache-dir default
 
 
 def hub_dir(cache_dir: Path, repo_id: str = HUB_ID) -> Path:

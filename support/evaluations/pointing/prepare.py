@@ -46,6 +46,7 @@ from support.evaluations.pointing.selection import (
     select_balanced_source,
     source_plan_rows,
 )
+from support.settings import OutputSettings
 from support.storage.files import atomic_write
 
 __all__ = [
@@ -478,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-test", type=int, default=100, help="balanced test rows (default 100)")
     ap.add_argument("--min-gap", type=int, default=3, help="min rows between picks of a video")
     ap.add_argument("--split", default="train")
-    ap.add_argument("--cache-dir", type=Path, default=Path(".vlmbench-cache"),
+    ap.add_argument("--cache-dir", type=Path, default=OutputSettings.cache_dir,
                     help="the suite's --cache-dir: where a hub id is downloaded to")  # fmt: skip
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -58,11 +58,11 @@ def check_cholecseg8k(source: str, run: RunSettings) -> None:
     if is_hub_id(source):
         from support.evaluations.pointing.download import command, hub_dir
 
-        if find_raw_root(hub_dir(run.cache_dir, source)) is None:
+        if find_raw_root(hub_dir(run.output.cache_dir, source)) is None:
             raise OptionError(
                 flag,
                 f"{flag} {source}: not downloaded (downloading is an explicit step, never done "
-                f"while collecting); run: {command(source, run.cache_dir)}",
+                f"while collecting); run: {command(source, run.output.cache_dir)}",
             )
         return
     path = Path(source).expanduser()
@@ -125,11 +125,11 @@ def data_files(settings: PointingSettings, run: RunSettings) -> list[Path]:
     if source is None:
         from support.evaluations.pointing.synthetic import ensure_cholecseg8k
 
-        found = [ensure_cholecseg8k(run.cache_dir)]  # built by the run already: returned as is
+        found = [ensure_cholecseg8k(run.output.cache_dir)]  # built by the run already: as is
     elif is_hub_id(source):
         from support.evaluations.pointing.download import hub_dir
 
-        found = [hub_dir(run.cache_dir, source)]
+        found = [hub_dir(run.output.cache_dir, source)]
     elif glob.has_magic(source):
         found = sorted(Path(p) for p in glob.glob(source, recursive=True))
     else:
@@ -145,7 +145,7 @@ def data_label(run: RunSettings) -> str | None:
     data."""
     settings = run.evaluations.get("pointing") or PointingSettings()
     if settings.cholecseg8k:
-        return built_label(settings.cholecseg8k, run.cache_dir, "CholecSeg8k")
+        return built_label(settings.cholecseg8k, run.output.cache_dir, "CholecSeg8k")
     return "synthetic sample (support/evaluations/pointing/synthetic.py; not the real CholecSeg8k)"
 
 

@@ -497,8 +497,8 @@ def write_outputs(
 ) -> list[Path]:
     """report.md's part and the per-organ F1 plot in the run folder; source runs add the
     original's per-sample and metrics files."""
-    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models))
-    plot = plot_f1_by_organ(summary, out_dir, ctx.run.models)
+    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models.names))
+    plot = plot_f1_by_organ(summary, out_dir, ctx.run.models.names)
     paths = [plot] if plot else []
     if ctx.compat == "source":
         paths += write_source_files(outcomes, out_dir)

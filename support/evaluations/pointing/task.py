@@ -225,13 +225,13 @@ class PointingEvaluation(Evaluation):
     def load(cls, run: RunSettings, settings: PointingSettings) -> PointingEvaluation:
         source = settings.cholecseg8k
         if source is None:
-            source = str(ensure_cholecseg8k(run.cache_dir))
+            source = str(ensure_cholecseg8k(run.output.cache_dir))
         elif is_hub_id(
             source
         ):  # never downloads here: `support.evaluations.pointing.download` did it
-            source = str(downloaded(source, run.cache_dir))
+            source = str(downloaded(source, run.output.cache_dir))
         ds = CholecSeg8k.open(source)  # local data: preparing is local computation
-        folder = prepared_dir(run.cache_dir, ds.fingerprint[:16])
+        folder = prepared_dir(run.output.cache_dir, ds.fingerprint[:16])
         if settings.prepared is not None:  # a folder used as it is (e.g. the original's)
             prepared = load_prepared(settings.prepared, N_TEST, ds.split, need_presence=False)
         else:  # ours, or the original's files made by its rules (in source/)
@@ -244,10 +244,10 @@ class PointingEvaluation(Evaluation):
         rows = linspace_subset(list(prepared.test_indices), run.samples)
         ev = cls(source, prepared, rows, settings, vids)
         ev._ds = ds
-        if run.use_cache:  # --no-cache: every canvas and target made again, nothing kept
-            ev._canvases = FileMemo(canvas_folder(run.cache_dir, ds.fingerprint))
+        if run.output.use_cache:  # --no-cache: every canvas and target made again, nothing kept
+            ev._canvases = FileMemo(canvas_folder(run.output.cache_dir, ds.fingerprint))
             if settings.profile.letterbox:  # the letterbox canvas's targets (not the frame's)
-                ev._stored_targets = FileMemo(targets_folder(run.cache_dir, ds.fingerprint))
+                ev._stored_targets = FileMemo(targets_folder(run.output.cache_dir, ds.fingerprint))
         if not settings.profile.letterbox:  # the original's canvas: the size of the first frame
             ev.canvas = ds.image(0).size
         return ev

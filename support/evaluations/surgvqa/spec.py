@@ -117,7 +117,7 @@ def data_files(settings: SurgvqaSettings, run: RunSettings) -> list[Path]:
     if settings.root is None:
         from support.evaluations.surgvqa.synthetic import ensure_surgvu
 
-        return [ensure_surgvu(run.cache_dir)]  # built by the run already: returned as is
+        return [ensure_surgvu(run.output.cache_dir)]  # built by the run already: returned as is
     from support.evaluations.surgvqa.dataset import read_tools, read_vqa
 
     root = Path(settings.root)
@@ -137,7 +137,7 @@ def data_label(run: RunSettings) -> str | None:
     vlmbench cache's synthetic/ folder: the synthetic sample); None for the real data."""
     settings = run.evaluations.get("surgvqa") or SurgvqaSettings()
     if settings.root:
-        return built_label(settings.root, run.cache_dir, "SurgVU")
+        return built_label(settings.root, run.output.cache_dir, "SurgVU")
     return "synthetic sample (support/evaluations/surgvqa/synthetic.py; not the real SurgVU)"
 
 

@@ -398,9 +398,9 @@ def write_outputs(
                     },
                 ),
             ]
-    plot = plot_metrics(summary, out_dir / "metrics_by_model.png", ctx.run.models)
+    plot = plot_metrics(summary, out_dir / "metrics_by_model.png", ctx.run.models.names)
     notes = scoring_notes(ctx.settings, present, outcomes)
-    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models, plot, notes))
+    ctx.report.add(report_text(summary, ctx.data_label, ctx.run.models.names, plot, notes))
     return [*([plot] if plot else []), *written]  # the run folder's plot first (terminal)
 
 

@@ -127,7 +127,7 @@ class SurgvqaEvaluation(Evaluation):
 
     @classmethod
     def load(cls, run: RunSettings, settings: SurgvqaSettings) -> SurgvqaEvaluation:
-        root = Path(settings.root) if settings.root else ensure_surgvu(run.cache_dir)
+        root = Path(settings.root) if settings.root else ensure_surgvu(run.output.cache_dir)
         vqa, tools = read_vqa(root), read_tools(root)
         if not vqa and not tools:
             raise FileNotFoundError(

@@ -22,7 +22,7 @@ from support.evaluations.nyu_distance.summary import (
     write_marked_images,
 )
 from support.evaluations.nyu_distance.task import NyuDistanceEvaluation, delta_ratio, pair_of
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.types import Outcome
 
 
@@ -30,7 +30,8 @@ from support.types import Outcome
 def ev(tmp_path_factory) -> NyuDistanceEvaluation:
     root = tmp_path_factory.mktemp("nyu")
     settings = RunSettings(
-        cache_dir=root / "cache", results_dir=root / "results", run_id="r", samples=3
+        samples=3,
+        output=OutputSettings(cache_dir=root / "cache", results_dir=root / "results", run_id="r"),
     )
     return NyuDistanceEvaluation.load(settings, NyuSettings())
 
@@ -49,11 +50,11 @@ def test_cases_pairs_and_quick_subset(ev: NyuDistanceEvaluation) -> None:
 
 
 def test_pairs_per_image_option(tmp_path: Path, ev: NyuDistanceEvaluation) -> None:
-    settings = RunSettings(
+    output = OutputSettings(
         cache_dir=ev.mat.path.parents[2],  # the synthetic file of `ev`, not rebuilt
         results_dir=tmp_path,
-        samples=2,
     )
+    settings = RunSettings(samples=2, output=output)
     own = configure({"pairs_per_image": 5}, settings)
     five = NyuDistanceEvaluation.load(settings, own)
     assert [len(five.pairs[i]) for i in five.images] == [5, 5]
@@ -76,7 +77,7 @@ def test_request_is_the_marked_image_and_the_prompt(
     assert img[v2, u2, 2] > 180 and img[v2, u2, 0] < 90  # blue cross at B
     # the controller draws the same picture again from the outcome's params (workers write none)
     o = Outcome(f"{case.id}-m", "nyu_distance", "m", "correct", params=dict(case.params))
-    run = RunSettings(cache_dir=ev.mat.path.parents[2])
+    run = RunSettings(output=OutputSettings(cache_dir=ev.mat.path.parents[2]))
     ctx = SPEC.summary_context(run)  # the data reopened through the spec
     (saved,) = write_marked_images([o], ctx, tmp_path / "marked_images")
     assert saved.name == "img0000_pair1.jpg" and saved.read_bytes() == req.parts[0].image

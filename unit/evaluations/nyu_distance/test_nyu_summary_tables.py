@@ -28,7 +28,7 @@ from support.evaluations.nyu_distance.summary import (
     summarize,
     write_results_json,
 )
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.types import Outcome
 
 
@@ -179,11 +179,13 @@ def test_mae_by_true_distance() -> None:
 
 
 def test_data_label(tmp_path) -> None:
-    synthetic = data_label(RunSettings(cache_dir=tmp_path))
+    synthetic = data_label(RunSettings(output=OutputSettings(cache_dir=tmp_path)))
     where = "support/evaluations/nyu_distance/synthetic.py"
     assert synthetic == f"synthetic sample ({where}; not the real NYU Depth V2)"
     for settings in (NyuSettings(mat="x.mat"), NyuSettings(folder="extracted")):
-        run_settings = RunSettings(cache_dir=tmp_path, evaluations={"nyu_distance": settings})
+        run_settings = RunSettings(
+            evaluations={"nyu_distance": settings}, output=OutputSettings(cache_dir=tmp_path)
+        )
         assert data_label(run_settings) is None
 
 

@@ -109,10 +109,12 @@ def test_registered_names_need_the_root(tmp_path):
 def test_debug_takes_the_first_five_images_and_samples_spread_out(sample, tmp_path):
     from support.evaluations.pgt.spec import configure
     from support.evaluations.pgt.task import PgtEvaluation
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
 
     def rows(samples=None, **values):
-        run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path, samples=samples)
+        run = RunSettings(
+            samples=samples, output=OutputSettings(cache_dir=tmp_path, results_dir=tmp_path)
+        )
         own = configure({"pgt_dataset": str(sample), **values}, run)
         return [e.row for e in PgtEvaluation.load(run, own).examples]
 
@@ -166,9 +168,9 @@ def source_data(tmp_path: Path) -> dict[str, Path]:
 def loaded(tmp_path: Path, **values):
     from support.evaluations.pgt.spec import configure
     from support.evaluations.pgt.task import PgtEvaluation
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
 
-    run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path / "results")
+    run = RunSettings(output=OutputSettings(cache_dir=tmp_path, results_dir=tmp_path / "results"))
     return PgtEvaluation.load(run, configure(values, run)).dataset
 
 
@@ -244,9 +246,9 @@ def test_image_roots_by_name_family_or_for_every_dataset():
 def test_bad_source_options_are_usage_errors(tmp_path):
     from support.contract.evaluation import OptionError
     from support.evaluations.pgt.spec import configure
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
 
-    run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path)
+    run = RunSettings(output=OutputSettings(cache_dir=tmp_path, results_dir=tmp_path))
     with pytest.raises(OptionError, match="--pgt-path-map: 'rel=/x': OLD must be an absolute"):
         configure({"pgt_path_map": ["rel=/x"]}, run)
     with pytest.raises(OptionError, match="--pgt-image-root"):

@@ -34,7 +34,7 @@ from support.doubles.tiny_families import FAMILIES
 from support.evaluations.pgt.phrases import MODES
 from support.evaluations.pgt.spec import configure
 from support.evaluations.pgt.task import PgtEvaluation
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 
 QUESTION = "Is this image real or AI-generated?"  # write-up :30-31
 COT = "Let's think step by step"  # the write-up's example phrase (:24), the `cot` phrase
@@ -121,7 +121,7 @@ def evaluation(tmp_path_factory) -> PgtEvaluation:
     root = tmp_path_factory.mktemp("pgt-prompts")
     Image.new("RGB", (16, 16), (90, 140, 60)).save(root / "leaf.png")
     (root / "one.csv").write_text("image_path,label\nleaf.png,real\n")
-    run = RunSettings(cache_dir=root / "cache", results_dir=root / "results")
+    run = RunSettings(output=OutputSettings(cache_dir=root / "cache", results_dir=root / "results"))
     values = {"pgt_dataset": str(root / "one.csv"), "pgt_phrase": ["baseline,cot"], "pgt_n": "1,5"}
     return PgtEvaluation.load(run, configure(values, run))
 

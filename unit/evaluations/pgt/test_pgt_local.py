@@ -24,7 +24,7 @@ from support.evaluations.pgt.phrases import FINAL_ANSWER_CUE, PHRASES, QUESTION
 from support.evaluations.pgt.spec import configure
 from support.evaluations.pgt.synthetic import build_pgt_sample
 from support.evaluations.pgt.task import PgtEvaluation
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 
 # one worker runs this module: its costly module fixtures are built once, not once a worker
 pytestmark = pytest.mark.xdist_group("pgt_local")
@@ -47,7 +47,7 @@ def backend(tmp_path_factory) -> TransformersBackend:
 
 
 def evaluation(sample: Path, tmp_path: Path, **values: object) -> PgtEvaluation:
-    run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path)
+    run = RunSettings(output=OutputSettings(cache_dir=tmp_path, results_dir=tmp_path))
     return PgtEvaluation.load(run, configure({"pgt_dataset": str(sample), **values}, run))
 
 

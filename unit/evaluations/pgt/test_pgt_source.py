@@ -34,7 +34,7 @@ from support.evaluations.pgt.phrases import (
     build_prompt,
     instruction_version_source,
 )
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.types import Outcome
 
 N = None  # an answer that names no label
@@ -141,7 +141,9 @@ def evaluation(csv: Path, tmp_path: Path, compat: str = "source", **values):
     from support.evaluations.pgt.spec import configure
     from support.evaluations.pgt.task import PgtEvaluation
 
-    run = RunSettings(cache_dir=tmp_path, results_dir=tmp_path / "results", compat=compat)
+    run = RunSettings(
+        compat=compat, output=OutputSettings(cache_dir=tmp_path, results_dir=tmp_path / "results")
+    )
     settings = configure({"pgt_dataset": str(csv), **values}, run)
     return PgtEvaluation.load(run, settings)
 

@@ -24,7 +24,7 @@ from support.evaluations.pgt import summary as s
 from support.evaluations.pgt.answers import AI, REAL
 from support.evaluations.pgt.phrases import MODES
 from support.evaluations.pgt.spec import PgtSettings
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings, StatisticsSettings
 from support.statistics.metrics import cluster_bootstrap
 from support.types import Outcome
 
@@ -417,8 +417,12 @@ def test_reasoning_entries_and_log() -> None:
 
 
 def _run(tmp_path: Path, compat: str) -> RunSettings:
-    return RunSettings(results_dir=tmp_path / "results", run_id="t1", bootstrap=50, seed=0,
-                       compat=compat)  # fmt: skip
+    return RunSettings(
+        seed=0,
+        compat=compat,
+        output=OutputSettings(results_dir=tmp_path / "results", run_id="t1"),
+        statistics=StatisticsSettings(bootstrap=50),
+    )
 
 
 @pytest.fixture
@@ -483,7 +487,7 @@ def test_write_outputs_writeup_files(tmp_path: Path, figures: list[dict]) -> Non
     # ... with the models in the run's --model order
     assert figures == [{"root": tmp_path / "results" / "pgt", "out_dir": tmp_path / "out" /
                         "figures", "run": "t1", "reasoning_run": "t1",
-                        "order": run.models}]  # fmt: skip
+                        "order": run.models.names}]  # fmt: skip
     assert written[1] == tmp_path / "out" / "figures" / "figure.png"  # run folder's files first
     report = ctx.report.text()
     assert "PGT: real vs AI-generated image detection" in report

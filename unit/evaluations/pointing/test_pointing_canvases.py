@@ -17,11 +17,15 @@ from support.evaluations.pointing.task import (
     targets_folder,
 )
 from support.memo import FileMemo
-from support.settings import RunSettings
+from support.settings import ModelSettings, OutputSettings, RunSettings
 
 
 def load(data: Path, cache: Path, use_cache: bool = True) -> PointingEvaluation:
-    run = RunSettings(models=("chance",), samples=2, cache_dir=cache, use_cache=use_cache)
+    run = RunSettings(
+        samples=2,
+        models=ModelSettings(names=("chance",)),
+        output=OutputSettings(cache_dir=cache, use_cache=use_cache),
+    )
     return PointingEvaluation.load(run, PointingSettings(cholecseg8k=str(data)))
 
 

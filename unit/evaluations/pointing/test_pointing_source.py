@@ -47,7 +47,7 @@ from support.evaluations.pointing.selection import (
 from support.evaluations.pointing.spec import PointingSettings, configure
 from support.evaluations.pointing.summary import source_metrics, source_records, summarize
 from support.evaluations.pointing.task import PointingEvaluation
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.types import Outcome, Part
 
 # one worker runs this module: its costly module fixtures are built once, not once a worker
@@ -319,7 +319,7 @@ def test_rows_outside_the_data_are_named(tmp_path: Path, data: Path, data_info: 
         (folder / f.name).write_bytes(f.read_bytes())
     balanced = folder / "balanced_indices_train_100.json"
     balanced.write_text(json.dumps({"split": "train", "n": 2, "indices": [3, 9999]}))
-    run = RunSettings(cache_dir=tmp_path / "cache")
+    run = RunSettings(output=OutputSettings(cache_dir=tmp_path / "cache"))
     settings = PointingSettings(str(data), folder)
     with pytest.raises(ValueError, match=r"balanced_indices_train_100\.json: indices\[1\] = 9999"):
         PointingEvaluation.load(run, settings)
@@ -391,7 +391,8 @@ def data_info(ds: CholecSeg8k, presence50: np.ndarray, tmp_path_factory) -> Path
 
 
 def _load(data: Path, folder: Path | None, compat: str, tmp_path: Path) -> PointingEvaluation:
-    run = RunSettings(cache_dir=tmp_path / "cache", compat=compat)  # type: ignore[arg-type]
+    output = OutputSettings(cache_dir=tmp_path / "cache")
+    run = RunSettings(compat=compat, output=output)  # type: ignore[arg-type]
     return PointingEvaluation.load(run, PointingSettings(str(data), folder, PROFILES[compat]))  # type: ignore[index]
 
 

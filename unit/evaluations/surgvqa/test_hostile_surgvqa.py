@@ -213,7 +213,7 @@ def test_bleu_of_a_huge_answer_scores_its_first_tokens_and_says_so(tmp_path: Pat
 def test_a_frame_past_the_end_of_its_video_errors_only_its_case(tmp_path: Path) -> None:
     from support.evaluations.surgvqa.spec import SurgvqaSettings
     from support.evaluations.surgvqa.task import SurgvqaEvaluation
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
 
     write_video(tmp_path / "1_fps1.mp4", [np.zeros((64, 64, 3), np.uint8)] * 3, fps=1)
     coco = {
@@ -227,7 +227,8 @@ def test_a_frame_past_the_end_of_its_video_errors_only_its_case(tmp_path: Path) 
     }
     (tmp_path / "1_fps1_coco.json").write_text(json.dumps(coco))
     ev = SurgvqaEvaluation.load(
-        RunSettings(cache_dir=tmp_path / "cache"), SurgvqaSettings(root=str(tmp_path))
+        RunSettings(output=OutputSettings(cache_dir=tmp_path / "cache")),
+        SurgvqaSettings(root=str(tmp_path)),
     )
     cases = {c.params["frame"]: c for c in ev.cases()}
     with pytest.raises(

@@ -28,7 +28,7 @@ import pytest
 from support.contract.evaluation import OptionError
 from support.evaluations.surgvqa.semantic import BERTSCORE_ID, shipped_baseline
 from support.evaluations.surgvqa.spec import configure
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("bert_score") is None
@@ -442,7 +442,7 @@ def test_a_model_failing_only_at_loading_is_an_input_error_naming_it(
         def write_sep(self, sep: str, title: str, **_: Any) -> None:
             lines.append(title)
 
-    run = RunSettings(results_dir=tmp_path / "results", run_id="r1")
+    run = RunSettings(output=OutputSettings(results_dir=tmp_path / "results", run_id="r1"))
     bug = "RuntimeError: planted"
     failed = SummaryFailure.of(err.value)
     result = RunResult(

@@ -198,7 +198,7 @@ def test_a_frame_of_another_size_than_its_annotation_is_named(tmp_path):
     from support.evaluations.surgvqa.spec import SurgvqaSettings
     from support.evaluations.surgvqa.task import SurgvqaEvaluation
     from support.evaluations.surgvqa.tools import TOOL_CLASSES
-    from support.settings import RunSettings
+    from support.settings import OutputSettings, RunSettings
 
     write_video(tmp_path / "1_fps1.mp4", [np.zeros((64, 64, 3), np.uint8)] * 2, fps=1)
     coco = {
@@ -209,7 +209,9 @@ def test_a_frame_of_another_size_than_its_annotation_is_named(tmp_path):
     }  # fmt: skip
     (tmp_path / "1_fps1_coco.json").write_text(json.dumps(coco))
     settings = SurgvqaSettings(root=str(tmp_path))
-    ev = SurgvqaEvaluation.load(RunSettings(cache_dir=tmp_path / "cache"), settings)
+    ev = SurgvqaEvaluation.load(
+        RunSettings(output=OutputSettings(cache_dir=tmp_path / "cache")), settings
+    )
     (case,) = ev.cases()
     with pytest.raises(SurgvuDataError, match=r"1_fps1.mp4: frame 1 is 64x64 px .* 640x512"):
         ev.request(case)

@@ -19,7 +19,7 @@ from support.evaluations.surgvqa.coco import evaluate
 from support.evaluations.surgvqa.spec import SurgvqaSettings
 from support.evaluations.surgvqa.task import frame_truth
 from support.evaluations.surgvqa.tools import TOOL_CLASSES
-from support.settings import RunSettings
+from support.settings import RunSettings, StatisticsSettings
 from support.types import Outcome
 
 STAPLER, CLIP = TOOL_CLASSES.index("stapler"), TOOL_CLASSES.index("clip applier")
@@ -263,7 +263,7 @@ def test_headline_one_row_per_model_counting_questions_and_frames_apart() -> Non
 def test_write_outputs_per_model(tmp_path: Path) -> None:
     outs = vqa_outcomes() + tool_outcomes() + [vqa(9, 0.5, 1, model="hf:/x y")]
     outs.append(vqa(8, 0.5, 1, model="z", error=True))  # a model with errors only: no folder
-    run = RunSettings(bootstrap=0)
+    run = RunSettings(statistics=StatisticsSettings(bootstrap=0))
     ctx = SummaryContext(run, SurgvqaSettings(), data_label=spec.data_label(run))
     written = s.write_outputs(outs, s.summarize(outs, ctx), tmp_path, ctx)
     assert s.model_dir(tmp_path, "hf:/x y") == tmp_path / "by_model" / "hf_x_y"
