@@ -176,6 +176,16 @@ class ReportPlugin:
 
         write_summary(terminalreporter, self.result, self.run)
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The rerun command, after pytest's counts line (its terminal summary ends with it)."""
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if self.result is None or reporter is None or config.get_verbosity() < -1:
+            return
+        from reports.terminal_summary import write_rerun
+
+        write_rerun(reporter, self.result)
+
 
 def import_report_modules(names: Mapping[str, Any]) -> None:
     """Import what writing the files needs, and the evaluations' summaries (loaded, so checked

@@ -284,6 +284,11 @@ def summary_lines(
             for flag in r.fallback_flags
         ]
     lines += [Line(line) for line in batch_lines(result.engine_stats)]
+    if run.models.thinking_as_is:  # said at configure too, as a warning that scrolls away
+        as_is = "; ".join(run.models.thinking_as_is)
+        lines.append(
+            Line(f"vlmbench: thinking settings: run as they are: {as_is}", markup=("yellow",))
+        )
     lines += [Line(line, markup=RED_BOLD) for line in partial_lines(result)]
     for r in result.evaluations:
         lines += [
@@ -292,8 +297,6 @@ def summary_lines(
     lines += [Line(failure_line(r, run), markup=RED_BOLD) for r in failed]
     for r in result.evaluations:
         lines += [Line(line, markup=("red",)) for line in error_lines(r.name, r.outcomes)]
-    if result.rerun is not None:  # quoted for the shell; credentials (user:pass@) shown as ***
-        lines.append(Line(rerun_line(args, *result.rerun)))
     lines += [Line(f"GATE FAILED: {msg}", markup=RED_BOLD) for msg in result.gate_messages]
     return lines
 

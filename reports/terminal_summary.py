@@ -42,3 +42,14 @@ def write_summary(reporter: Any, result: RunResult, run: RunSettings) -> None:
             tr.write_sep(line.sep, line.text, **markup)
         else:
             tr.write_line(line.text, **markup)
+
+
+def write_rerun(reporter: Any, result: RunResult) -> None:
+    """The command that completes the run (terminal.rerun_line), after pytest's own short
+    summary and its counts line, so the last screen shows it."""
+    if result.rerun is None:
+        return
+    tr = PrintableLines(reporter)
+    invocation = tr.config.invocation_params
+    # quoted for the shell; credentials (user:pass@) shown as ***
+    tr.write_line(terminal.rerun_line(invocation.args, *result.rerun), bold=True)

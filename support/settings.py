@@ -41,6 +41,9 @@ class ModelSettings:
     # model -> why it cannot run here (registry.availability); only under --skip-unavailable,
     # which skips its cases with that reason (without it such a model stops the run)
     unavailable: Mapping[str, str] = field(default_factory=dict)
+    # the API and local models a thinking axis left as they are, each "model (why)": no thinking
+    # control, a local model under --reasoning-effort, a name with its own setting
+    thinking_as_is: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ RECORDED: Mapping[str, str] = MappingProxyType(
         "device": "local.device",
         "dtype": "local.dtype",
         "model_args": "models.model_args",
+        "thinking_as_is": "models.thinking_as_is",
     }
 )
 

@@ -51,6 +51,7 @@ RECORDED_NAMES = [
     "device",
     "dtype",
     "model_args",
+    "thinking_as_is",
 ]
 
 

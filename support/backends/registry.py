@@ -65,7 +65,16 @@ from support.backends import (  # noqa: F401
     transformers_local,
     vllm_local,
 )
-from support.backends.api_models import API_MODELS, RequestRules, describe, rules_for
+from support.backends.api_models import (
+    ADAPTIVE,
+    API_MODELS,
+    BUDGET,
+    EFFORT,
+    LEVEL,
+    RequestRules,
+    describe,
+    rules_for,
+)
 from support.backends.base import (
     KINDS,
     UNSUPPORTED_PREFILL,
@@ -380,26 +389,90 @@ def thinking_refusal(spec: ModelSpec, thinking: Thinking) -> str | None:
     return f"{spec.name} has no thinking setting"
 
 
-def thinking_variants(
-    names: list[str], efforts: list[str], budgets: list[int]
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """`--reasoning-effort` / `--thinking-budget` applied to the run's models: each model that
-    takes a value becomes one variant a value (`variant_name`); one that takes none of them
-    stays as it is. Returns (the models, those left as they were with why)."""
-    settings = [Thinking(effort=e) for e in efforts] + [Thinking(budget=b) for b in budgets]
-    if not settings:
-        return names, []
+@dataclass(frozen=True)
+class ThinkingAxis:
+    """`--reasoning-effort` / `--thinking-budget` applied to a run's models (`thinking_variants`):
+    the models with each variant in place of its model, those that run as they are with why,
+    and one line a setting a model with that kind of thinking control refuses."""
+
+    models: tuple[str, ...]
+    as_is: tuple[tuple[str, str], ...] = ()  # (model, why it runs as it is)
+    refused: tuple[str, ...] = ()  # a usage error's lines: the setting, the model, what it takes
+
+
+def thinking_controls(spec: ModelSpec) -> tuple[str, ...]:
+    """The kinds of thinking setting `spec`'s model has a control for: "effort" (an API's
+    effort or level), "budget" (an API's token budget; a local model's room for `<think>`)."""
+    rules = spec.rules
+    if rules is not None:
+        if rules.thinking in (EFFORT, ADAPTIVE, LEVEL):
+            return ("effort",)
+        return ("budget",) if rules.thinking == BUDGET and rules.budget_range else ()
+    return ("budget",) if spec.kind in ("local-gpu", "local-cpu") else ()
+
+
+def thinking_values(spec: ModelSpec, kind: str) -> str:
+    """What `spec`'s model takes of a kind of thinking setting, as a usage error names it."""
+    rules = spec.rules
+    if rules is None:  # a local model: any budget
+        return "a thinking budget of any number of tokens (--thinking-budget N)"
+    if kind == "effort":
+        return f"the effort levels {', '.join(rules.efforts)} (--reasoning-effort)"
+    low, high = rules.budget_range or (0, 0)
+    off = ", or 0 (off)" if rules.budget_off else ""
+    return f"a thinking budget of {low}..{high} tokens{off} (--thinking-budget)"
+
+
+FLAGS = {"effort": "--reasoning-effort", "budget": "--thinking-budget"}
+
+
+def thinking_variants(names: list[str], efforts: list[str], budgets: list[int]) -> ThinkingAxis:
+    """The thinking axes applied to the run's models. A model with a thinking control becomes
+    one variant a value of the kinds it has a control for (`variant_name`); a value it refuses
+    is a line of `refused` naming the values it takes, and so is an API model none of whose
+    control's kind was given (Anthropic's budget models under --reasoning-effort alone). A
+    model with no thinking control, a local model under --reasoning-effort alone, and a name
+    that carries its own setting run as they are (`as_is`, with why)."""
+    given = {"effort": [Thinking(effort=e) for e in efforts]}
+    given["budget"] = [Thinking(budget=b) for b in budgets]
+    if not efforts and not budgets:
+        return ThinkingAxis(tuple(names))
     out: list[str] = []
-    kept: list[tuple[str, str]] = []
+    as_is: list[tuple[str, str]] = []
+    refused: list[str] = []
     for name in names:
         spec = model_spec(name)
-        taken = [t for t in settings if thinking_refusal(spec, t) is None]
-        if spec.thinking is not None or not taken:
+        controls = thinking_controls(spec)
+        kinds = [k for k in controls if given[k]]
+        if spec.thinking is not None or not controls or (not kinds and spec.rules is None):
             out.append(name)
-            kept.append((name, "its own setting" if spec.thinking else "takes none of them"))
+            if spec.thinking is not None:
+                why = "its name carries its own setting"
+            elif not controls:
+                why = "no thinking control"
+            else:
+                why = "a local model takes --thinking-budget only"
+            as_is.append((name, why))
             continue
-        out += [variant_name(name, t) for t in taken]
-    return out, kept
+        if not kinds:
+            wanted = " and ".join(FLAGS[k] for k in given if given[k])
+            refused.append(
+                f"{wanted}: {name} has no such control; it takes "
+                f"{thinking_values(spec, controls[0])}"
+            )
+            out.append(name)
+            continue
+        for kind in kinds:
+            for t in given[kind]:
+                if thinking_refusal(spec, t) is None:
+                    out.append(variant_name(name, t))
+                else:
+                    value = t.effort if kind == "effort" else t.budget
+                    refused.append(
+                        f"{FLAGS[kind]} {value}: {name} does not take it; it takes "
+                        f"{thinking_values(spec, kind)}"
+                    )
+    return ThinkingAxis(tuple(dict.fromkeys(out)), tuple(as_is), tuple(refused))
 
 
 def check_name(name: str) -> None:

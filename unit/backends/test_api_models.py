@@ -226,18 +226,33 @@ def test_variant_specs_are_checked_against_the_rules():
 
 
 def test_the_axis_expands_only_the_models_that_take_it():
-    names, kept = thinking_variants(
-        ["oracle", "gpt-6.2-sol", "gemini-2.5-flash", "claude-opus-4-7"], ["low", "max"], [0]
+    axis = thinking_variants(
+        ["oracle", "gpt-4o", "gpt-6.2-sol", "gemini-2.5-flash", "claude-opus-4-7"],
+        ["low", "max"],
+        [0],
     )
-    assert names == [
+    assert axis.models == (
         "oracle",
+        "gpt-4o",
         "gpt-6.2-sol+effort-low",
         "gpt-6.2-sol+effort-max",
         "gemini-2.5-flash+budget-0",
         "claude-opus-4-7+effort-low",
         "claude-opus-4-7+effort-max",
-    ]
-    assert kept == [("oracle", "takes none of them")]
+    )
+    assert axis.as_is == (("oracle", "no thinking control"), ("gpt-4o", "no thinking control"))
+    assert axis.refused == ()
+
+
+def test_a_level_a_model_with_that_control_refuses_is_named_with_what_it_takes():
+    axis = thinking_variants(["gpt-5.4", "gpt-6.2-sol", "gemini-2.5-flash"], ["none"], [])
+    assert axis.models[:1] == ("gpt-5.4+effort-none",)
+    assert axis.refused == (
+        "--reasoning-effort none: gpt-6.2-sol does not take it; it takes the effort levels "
+        "low, medium, high, xhigh, max (--reasoning-effort)",
+        "--reasoning-effort: gemini-2.5-flash has no such control; it takes a thinking budget "
+        "of 1..24576 tokens, or 0 (off) (--thinking-budget)",
+    )
 
 
 # -- what comes back ----------------------------------------------------------------------------
@@ -347,6 +362,21 @@ def test_a_served_models_reasoning_is_kept_apart(field):
         (["--model=gpt-6.2-sol", "--reasoning-effort=HIGH"], "--reasoning-effort 'HIGH'"),
         (["--model=gemini-2.5-pro", "--thinking-budget=lots"], "--thinking-budget 'lots'"),
         (["--model=gpt-6.2-sol+effort-none"], "is not one of low, medium, high, xhigh, max"),
+        # a model with an effort control refuses a level: named with the levels it takes,
+        # however many models the run has (gpt-5.4 takes "none")
+        (
+            ["--model=gpt-6.2-sol,gpt-5.4", "--reasoning-effort=none"],
+            "--reasoning-effort none: gpt-6.2-sol does not take it; it takes the effort levels "
+            "low, medium, high, xhigh, max",
+        ),
+        (
+            ["--model=gpt-6.2-sol", "--reasoning-effort=none,low"],
+            "--reasoning-effort none: gpt-6.2-sol does not take it",
+        ),
+        (
+            ["--model=gemini-2.5-pro,gpt-5.4", "--reasoning-effort=low"],
+            "--reasoning-effort: gemini-2.5-pro has no such control; it takes a thinking budget of",
+        ),
     ],
 )
 def test_thinking_options_are_usage_errors_naming_the_option(options, says, tmp_path):

@@ -137,6 +137,12 @@ def test_pipeline_errors_are_named_with_a_rerun_command(run_suite) -> None:
     assert "nyu_distance: 6 case(s) failed in the pipeline (not wrong answers):" in out
     assert "rerun what failed and complete the tables of run r1: pytest " in out
     assert " --lf --resume r1 " in out
+    # printed last: after pytest's short summary and its counts line, so the last screen shows it
+    lines = out.splitlines()
+    rerun = max(i for i, line in enumerate(lines) if line.startswith("rerun what failed"))
+    counts = max(i for i, line in enumerate(lines) if line.startswith("=") and " error" in line)
+    short = [i for i, line in enumerate(lines) if "short test summary info" in line]
+    assert short and short[-1] < counts < rerun, out
     assert (results / "nyu_distance" / "r1" / "summary.csv").is_file()
 
 
