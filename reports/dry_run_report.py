@@ -4,11 +4,12 @@ folder), and the terminal prints the estimate table."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from reports import terminal
 from reports.plugin import OUTCOMES_ATTR
-from support.client.dry_run import estimate_table
+from support.client.dry_run import GRAND_TOTAL, estimate_table, total_row, with_totals
 from support.settings import RunSettings
 from support.storage.files import write_csv
 from support.types import Outcome
@@ -27,18 +28,30 @@ class DryRunReport:
             o = Outcome.from_json(d)
             self.outcomes.setdefault(o.evaluation, {}).setdefault(f"{o.case_id}@{o.model}", o)
 
-    def tables(self) -> dict[str, object]:
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Each evaluation's estimate (one row a model)."""
         return {name: estimate_table(outs.values()) for name, outs in self.outcomes.items()}
 
+    def grand_total(self, tables: dict[str, pd.DataFrame]) -> dict[str, object] | None:
+        """The session's total over its evaluations and models; None for one evaluation (its
+        own total says it)."""
+        return total_row(tables.values(), GRAND_TOTAL) if len(tables) > 1 else None
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        for name, table in self.tables().items():
+        tables = self.tables()
+        grand = self.grand_total(tables)
+        for name, table in tables.items():
             path = self.run.output.results_dir / name / self.run.output.run_id / "dry_run.csv"
-            self.written[name] = str(write_csv(table, path))
+            self.written[name] = str(write_csv(with_totals(table, grand), path))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        for name, table in self.tables().items():
-            for line in terminal.dry_run_lines(name, table, self.written.get(name)):
+        tables = self.tables()
+        for name, table in tables.items():
+            for line in terminal.dry_run_lines(name, with_totals(table), self.written.get(name)):
                 terminalreporter.write_line(line)
+        if tables:
+            for line in terminal.dry_run_total_lines(tables):
+                terminalreporter.write_line(line, bold=True)
 
 
 def register_dry_run_report(config: pytest.Config, run: RunSettings) -> DryRunReport:

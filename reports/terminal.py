@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from support.printable import printable
 from support.reporting.tables import (
+    MISSING,
     fmt,
     in_model_order,
     interval_metrics,
@@ -228,6 +229,29 @@ def dry_run_lines(name: str, table: pd.DataFrame, path: str | None) -> list[str]
     lines += markdown_table(table).splitlines()
     if path:
         lines.append(f"written: {path}")
+    return lines
+
+
+def dry_run_total_lines(tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """The `--dry-run` grand total over the session's evaluations and models, one line (and one
+    naming the models without a price, which the USD totals leave out)."""
+    from support.client.dry_run import GRAND_TOTAL, total_row, unpriced
+
+    row = total_row(tables.values(), GRAND_TOTAL)
+    models = {m for t in tables.values() for m in t["model"]}
+
+    def usd(value: object) -> str:
+        return MISSING if value is None else f"${value:,.4g}"
+
+    lines = [
+        f"vlmbench: dry run total over {len(tables)} evaluation(s) and {len(models)} model(s): "
+        f"{row['requests_to_send']:,} requests to send ({row['cached']:,} cached), "
+        f"{row['input_tokens']:,} input tokens, at most {row['max_output_tokens']:,} output "
+        f"tokens; {usd(row['cost_usd'])} at list price, {usd(row['batch_cost_usd'])} by batch"
+    ]
+    missing = unpriced(tables.values())
+    if missing:
+        lines.append(f"  (no price, not in the USD totals: {', '.join(missing)})")
     return lines
 
 

@@ -151,3 +151,36 @@ def estimate_table(outcomes: Iterable[Outcome]) -> pd.DataFrame:
             "batch_cost_usd",
         ],
     )
+
+
+TOTAL = "total"  # dry_run.csv's row of its evaluation's models together
+GRAND_TOTAL = "total, all evaluations"  # its row of the session's evaluations and models
+COUNTS = ("requests_to_send", "cached", "input_tokens", "max_output_tokens")
+COSTS = ("cost_usd", "batch_cost_usd")
+
+
+def total_row(tables: Iterable[pd.DataFrame], label: str) -> dict[str, object]:
+    """The models' rows of `tables` summed: requests, cached answers, tokens and USD (over the
+    models with a price; None when none has one)."""
+    models = [t[~t["model"].isin((TOTAL, GRAND_TOTAL))] for t in tables]
+    rows = pd.concat(models) if models else pd.DataFrame(columns=[*COUNTS, *COSTS])
+    row: dict[str, object] = {"model": label, "text_counted_by": "", "thinking_room": ""}
+    for column in COUNTS:
+        row[column] = int(rows[column].sum())
+    for column in COSTS:
+        priced = rows[column].dropna()
+        row[column] = float(priced.sum()) if len(priced) else None
+    return row
+
+
+def with_totals(table: pd.DataFrame, grand: dict[str, object] | None = None) -> pd.DataFrame:
+    """An evaluation's estimate with its total row, then the session's grand total row when the
+    session has more than one evaluation (`grand`)."""
+    rows = [total_row([table], TOTAL), *([grand] if grand is not None else [])]
+    return pd.concat([table, pd.DataFrame(rows, columns=table.columns)], ignore_index=True)
+
+
+def unpriced(tables: Iterable[pd.DataFrame]) -> list[str]:
+    """The models of `tables` without a price (left out of the USD totals)."""
+    found = [m for t in tables for m in t.loc[t["cost_usd"].isna(), "model"]]
+    return sorted({m for m in found if m not in (TOTAL, GRAND_TOTAL)})

@@ -206,8 +206,42 @@ def test_a_dry_run_needs_no_key(tmp_path, shared_cache):
     )
     assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-2000:]
     table = pd.read_csv(tmp_path / "results" / "nyu_distance" / "dry" / "dry_run.csv")
-    assert set(table["model"]) == {"gpt-4o", "claude-sonnet-4-20250514", "gemini-2.0-flash"}
+    assert set(table["model"]) == {
+        "gpt-4o", "claude-sonnet-4-20250514", "gemini-2.0-flash", "total"
+    }  # fmt: skip
+    total = table.set_index("model").loc["total"]
+    each = table[table["model"] != "total"]
+    assert total["requests_to_send"] == each["requests_to_send"].sum()
+    assert total["cost_usd"] == pytest.approx(each["cost_usd"].sum())
     assert (table["requests_to_send"] > 0).all() and (table["cost_usd"] > 0).all()
     real = run_evaluation("nyu_distance", models, tmp_path, "real", env=api_env())
     assert real.returncode == pytest.ExitCode.USAGE_ERROR
     assert "OPENAI_API_KEY is not set" in real.stderr + real.stdout
+
+
+def test_the_totals_sum_each_evaluations_models_and_the_session():
+    """dry_run.csv's total row sums its models; the grand total row (several evaluations) and
+    the terminal's last line sum every evaluation's; USD over the models with a price."""
+    import pandas as pd
+
+    from reports.terminal import dry_run_total_lines
+    from support.client.dry_run import GRAND_TOTAL, total_row, with_totals
+
+    def table(rows):
+        columns = ["model", "requests_to_send", "cached", "input_tokens", "text_counted_by",
+                   "max_output_tokens", "thinking_room", "cost_usd", "batch_cost_usd"]  # fmt: skip
+        return pd.DataFrame(rows, columns=columns)
+
+    a = table([["gpt-4o", 10, 2, 1000, "x", 500, 0, 0.5, 0.25],
+               ["oracle", 10, 0, 900, "x", 500, 0, None, None]])  # fmt: skip
+    b = table([["gpt-4o", 4, 0, 400, "x", 200, 0, 0.2, 0.1]])
+    grand = total_row([a, b], GRAND_TOTAL)
+    written = with_totals(a, grand)
+    assert list(written["model"]) == ["gpt-4o", "oracle", "total", GRAND_TOTAL]
+    total = written.set_index("model").loc["total"]
+    assert (total["requests_to_send"], total["input_tokens"], total["cost_usd"]) == (20, 1900, 0.5)
+    assert grand["requests_to_send"] == 24 and grand["cost_usd"] == pytest.approx(0.7)
+    assert list(with_totals(b)["model"]) == ["gpt-4o", "total"]  # one evaluation: no grand row
+    lines = dry_run_total_lines({"a": a, "b": b})
+    assert lines[0].startswith("vlmbench: dry run total over 2 evaluation(s) and 2 model(s): 24")
+    assert "$0.7 at list price" in lines[0] and "oracle" in lines[1]

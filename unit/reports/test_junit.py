@@ -301,7 +301,8 @@ def test_a_dry_run_reports_each_case_skipped_and_writes_its_estimate(rounds, tmp
     table = (tmp_path / "results" / "rounds" / "r" / "dry_run.csv").read_text().splitlines()
     assert table[0].startswith("model,requests_to_send,cached,input_tokens,")
     rows = {line.split(",")[0]: line.split(",") for line in table[1:]}
-    assert {m: r[1] for m, r in rows.items()} == {"gpt-4o": "4", "oracle": "4"}  # 2 cases x 2
+    # 2 cases x 2, and their total
+    assert {m: r[1] for m, r in rows.items()} == {"gpt-4o": "4", "oracle": "4", "total": "8"}
 
     assert list(suites(root)) == ["vlmbench"]  # no gate, no check: no suite of checks
     cases = list(root.iter("testcase"))
