@@ -51,7 +51,10 @@ class ApiSettings:
     """How API requests are sent (`--api-base`, `--api-timeout`, `--api-retries`,
     `--concurrency`, `--batch`, `--batch-poll`)."""
 
-    base: str | None = None  # `--api-base`: the endpoint of every API model
+    base: str | None = None  # `--api-base URL`: the endpoint of every API model
+    # `--api-base PROVIDER=URL`: (provider, endpoint) pairs, each in place of `base` for its
+    # provider's models
+    bases: tuple[tuple[str, str], ...] = ()
     timeout_s: float = 60.0  # `--api-timeout`: seconds before an API request times out
     retries: int = 5  # `--api-retries`: retries of an API request (429, 5xx, timeouts)
     concurrency: int | str | None = None  # N, "auto" (adaptive) or None: each backend's default
@@ -140,6 +143,7 @@ RECORDED: Mapping[str, str] = MappingProxyType(
         "batch": "api.batch",
         "batch_poll_s": "api.batch_poll_s",
         "api_base": "api.base",
+        "api_bases": "api.bases",
         "api_timeout_s": "api.timeout_s",
         "api_retries": "api.retries",
         "gpus": "local.gpus",

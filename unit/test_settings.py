@@ -42,6 +42,7 @@ RECORDED_NAMES = [
     "batch",
     "batch_poll_s",
     "api_base",
+    "api_bases",
     "api_timeout_s",
     "api_retries",
     "gpus",

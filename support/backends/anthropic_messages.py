@@ -173,6 +173,10 @@ class AnthropicBackend(ApiBackend):
     endpoint = "messages"
     # the SDK reads them in anthropic 2.x (_client.py)
     endpoint_variable = "ANTHROPIC_BASE_URL"
+    base_url_form = (
+        "the server's root, with no version path (http://host:port, not .../v1: the SDK "
+        "appends /v1/messages)"
+    )
     vendor_url = "https://api.anthropic.com"
 
     def _get_client(self) -> anthropic.AsyncAnthropic:

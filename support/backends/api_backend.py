@@ -80,6 +80,8 @@ class ApiBackend(Backend):
     # the variable its SDK reads for the endpoint, and the vendor's own endpoint
     endpoint_variable: ClassVar[str] = ""
     vendor_url: ClassVar[str] = ""
+    # what the base URL is, as the preflight's 404 hint says it (the SDK appends the rest)
+    base_url_form: ClassVar[str] = "the API's base URL, with nothing after it"
 
     @classmethod
     def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
@@ -105,7 +107,7 @@ class ApiBackend(Backend):
             name,
             model_id,
             api_key=key,
-            base_url=opts.api_base,
+            base_url=opts.base_for(cls.provider),
             timeout_s=opts.timeout_s,
             max_retries=opts.max_retries,
             thinking=opts.thinking,

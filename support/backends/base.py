@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -45,6 +45,9 @@ class BackendOptions:
 
     seed: int = RunSettings.seed
     api_base: str | None = None  # endpoint of API models; None: the SDK's own setting
+    # (provider, endpoint) pairs: one provider's endpoint in place of `api_base`
+    # (`--api-base anthropic=URL`)
+    api_bases: tuple[tuple[str, str], ...] = ()
     timeout_s: float = ApiSettings.timeout_s  # seconds per API request attempt
     # SDK retries of an API request (429, 5xx, timeouts, connection errors)
     max_retries: int = ApiSettings.retries
@@ -58,6 +61,39 @@ class BackendOptions:
     # the model variant's thinking setting (support/backends/thinking.py); None: the model's
     # own default
     thinking: Thinking | None = None
+
+    def base_for(self, provider: str) -> str | None:
+        """The endpoint of `provider`'s models: its own (`api_bases`), else `api_base`."""
+        return dict(self.api_bases).get(provider, self.api_base)
+
+
+def split_api_bases(
+    values: Sequence[str], providers: Sequence[str]
+) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """`--api-base` values, each `URL` (every API model) or `PROVIDER=URL` (that provider's):
+    (the one for every model or None, the (provider, URL) pairs in order). ValueError naming
+    the option for an unknown provider, a second URL for all, or a provider named twice."""
+    every: str | None = None
+    own: dict[str, str] = {}
+    for value in values:
+        head, sep, url = value.partition("=")
+        if sep and "://" not in head and "/" not in head:
+            if head not in providers:
+                raise ValueError(
+                    f"--api-base {value}: no provider {head!r}; the providers: "
+                    f"{', '.join(providers)}"
+                )
+            if head in own:
+                raise ValueError(f"--api-base: {head}= given twice")
+            own[head] = url
+        elif every is not None:
+            raise ValueError(
+                "--api-base: two endpoints for every model; give one a provider: "
+                "--api-base openai=URL --api-base anthropic=URL"
+            )
+        else:
+            every = value
+    return every, tuple(own.items())
 
 
 KINDS = ("reference", "api", "local-gpu", "local-cpu")

@@ -194,6 +194,10 @@ class GeminiBackend(ApiBackend):
     # the SDK reads them in google-genai 3.x (_base_url.py: GOOGLE_GEMINI_BASE_URL, the Gemini
     # API; Vertex's is never used here)
     endpoint_variable = "GOOGLE_GEMINI_BASE_URL"
+    base_url_form = (
+        "the server's root, with no version path (http://host:port, not .../v1beta: the SDK "
+        "appends its version)"
+    )
     vendor_url = "https://generativelanguage.googleapis.com"
 
     @classmethod

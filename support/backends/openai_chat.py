@@ -287,6 +287,10 @@ class OpenAIChatBackend(ApiBackend):
     endpoint = "chat.completions"
     # the SDK reads them in openai 3.x (lib/_client_auth.py)
     endpoint_variable = "OPENAI_BASE_URL"
+    base_url_form = (
+        "the API's base URL, with its version path and nothing after it (http://host:8000/v1 "
+        "for vLLM, not .../v1/chat/completions)"
+    )
     vendor_url = "https://api.openai.com/v1"
 
     def _get_client(self) -> openai.AsyncOpenAI:
@@ -431,16 +435,16 @@ class OpenAICompatibleBackend(OpenAIChatBackend):
 
     @classmethod
     def unavailable(cls, name: str, model_id: str, opts: BackendOptions) -> str | None:
-        if not opts.api_base:
+        if not opts.base_for(cls.provider):
             return (
                 f"{name}: needs --api-base URL (the server's endpoint, e.g. "
-                "http://127.0.0.1:8000/v1)"
+                "http://127.0.0.1:8000/v1; --api-base openai-compatible=URL for its alone)"
             )
         return super().unavailable(name, model_id, opts)
 
     @classmethod
     def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
-        if not opts.api_base:
+        if not opts.base_for(cls.provider):
             raise BackendUnavailable(f"openai-compatible:{model_id} needs --api-base URL")
         return super().create(name, model_id, opts)
 

@@ -146,9 +146,9 @@ async def _check(endpoint: _Endpoint, found: Preflight) -> None:
         elif status == 404:
             found.errors.append(
                 f"{label}: {where} has no models list (HTTP 404 for GET {url}): is --api-base "
-                "the API's base URL, with its version path and nothing after it "
-                "(http://host:8000/v1 for vLLM, not .../v1/chat/completions)? A server that has "
-                "no models list: --no-preflight"
+                f"{backend.base_url_form}? Several providers on their own endpoints: "
+                f"--api-base {backend.provider}=URL for each. A server that has no models list: "
+                "--no-preflight"
             )
         elif status is None and _timed_out(exc):
             found.warnings.append(

@@ -35,7 +35,8 @@ by its provider's class). Entry points are loaded once, on
 the first registry lookup; one that fails to load, or gives something else, or a name already
 taken, raises PluginError (a ValueError: a usage error at configure) naming the entry point.
 
-API endpoints: `--api-base` (BackendOptions.api_base) if given, else each SDK's own variable:
+API endpoints: the provider's own `--api-base PROVIDER=URL`, else `--api-base URL`
+(BackendOptions.base_for), if given, else each SDK's own variable:
 OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL (read once by the backend and given
 to the SDK, so the endpoint in its cache identity is the one it sends to: api_backend.py).
 `openai-compatible:` (vLLM and similar servers) requires `--api-base`, and reads its key from

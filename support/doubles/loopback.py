@@ -1145,8 +1145,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--port {args.port}: cannot listen there ({exc.strerror or exc})")
     print(server.url, flush=True)  # the first line: what server_process and scripts read
     print(
-        f"loopback: OpenAI base URL {server.url}/v1 (--api-base), Anthropic and Gemini "
-        f"{server.url}; stops in {args.lifetime:g} s (--lifetime)",
+        f"loopback: --api-base openai={server.url}/v1 --api-base anthropic={server.url} "
+        f"--api-base google={server.url} (Anthropic's and Gemini's base URLs have no version "
+        f"path); stops in {args.lifetime:g} s (--lifetime)",
         flush=True,
     )
     try:

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from support.backends import preflight as pf
-from support.backends.base import BackendError, BackendOptions
+from support.backends.base import BackendError, BackendOptions, split_api_bases
+from support.backends.registry import provider_names
 from support.backends.scripted import ScriptedBackend
 from support.client.engine import ModelClient
 from support.contract.runner import LoggedClient, error_outcome
@@ -101,6 +102,57 @@ def test_a_wrong_path_is_a_404_naming_what_was_asked(keys):
         found = pf.preflight(["openai-compatible:m"], BackendOptions(api_base=url))
     (error,) = found.errors
     assert f"HTTP 404 for GET {url}/models" in error and "version path" in error
+
+
+def test_several_providers_on_one_server_each_take_their_own_base(keys):
+    """`--api-base openai=URL/v1 --api-base anthropic=URL`: each provider's models go to its
+    own base URL, and the preflight passes for both."""
+    for provider in ("openai", "anthropic"):
+        keys(provider, KEY)
+    with LoopbackServer(lambda _r: "A", api_key=KEY, models=("m",)) as server:
+        every, own = split_api_bases(
+            [f"openai={server.url}/v1", f"anthropic={server.url}"], provider_names()
+        )
+        opts = BackendOptions(api_base=every, api_bases=own)
+        assert opts.base_for("openai") == f"{server.url}/v1" and opts.base_for("google") is None
+        found = pf.preflight(["openai:m", "anthropic:m"], opts)
+        assert (found.errors, found.warnings) == ([], [])
+        assert server.stats.listed == 2
+
+
+@pytest.mark.parametrize(
+    ("provider", "says"),
+    [
+        ("anthropic", "no version path (http://host:port, not .../v1"),
+        ("openai", "with its version path and nothing after it"),
+    ],
+)
+def test_a_404_says_each_providers_base_url_form(provider, says, keys):
+    """Anthropic's base URL has no /v1 (its SDK appends /v1/messages): the hint says so, and
+    names the per-provider option."""
+    keys(provider, KEY)
+    with LoopbackServer(lambda _r: "A", api_key=KEY) as server:
+        url = f"{server.url}/v1" + ("" if provider == "anthropic" else "/chat/completions")
+        found = pf.preflight([f"{provider}:m"], BackendOptions(api_base=url))
+    (error,) = found.errors
+    assert "HTTP 404" in error and says in error
+    assert f"--api-base {provider}=URL" in error
+
+
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        (["nosuch=http://h"], "--api-base nosuch=http://h: no provider 'nosuch'; the providers: "),
+        (["http://a", "http://b"], "--api-base: two endpoints for every model"),
+        (["openai=http://a", "openai=http://b"], "--api-base: openai= given twice"),
+    ],
+)
+def test_api_base_values_are_checked(values, error):
+    with pytest.raises(ValueError) as found:
+        split_api_bases(values, provider_names())
+    assert str(found.value).startswith(error)
+    # a URL with a query is no provider's: it is the endpoint for every model
+    assert split_api_bases(["http://h/v1?a=b"], provider_names()) == ("http://h/v1?a=b", ())
 
 
 @pytest.mark.filterwarnings("ignore:.*the credentials in --api-base are dropped")
