@@ -13,9 +13,10 @@
   cases showing the same picture, e.g. one image asked of two models, share one file, and the
   page counts the files, not the links).
 - **Where each picture is.** At session finish each evaluation's run folder gets `pictures.json`:
-  the report's path and, per outcome case id, its picture's file, or the case id among `inlined`
-  when the picture is inside the report (paths relative to the run folder). Its format has one
-  owner, support.storage.run_folder (`write_pictures` here, `read_pictures` for
+  the report's path and, per outcome case id, its picture's file (paths relative to the run
+  folder). A picture the report inlined is also written into the run folder's `pictures/` (named
+  by content), so the comparison page shows every picture whatever --self-contained-html did. Its
+  format has one owner, support.storage.run_folder (`write_pictures` here, `read_pictures` for
   `vlmbench-compare A B --html`, which links the same files); a file that cannot be written is a
   line of the terminal summary, never a failed run.
 - **Summary.** A contents list first (each evaluation with its counts by status), then each
@@ -43,7 +44,7 @@ import pytest
 
 from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY
 from reports.terminal import interval_label
-from support.storage.run_folder import PICTURES, write_pictures
+from support.storage.run_folder import PICTURES, write_picture_files, write_pictures
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,8 +132,11 @@ class HtmlCases:
         self.linked = 0  # pictures linked to a file of self.assets (one file may serve several)
         self.asset_files: set[str] = set()  # the distinct files of self.assets linked
         self.statuses: dict[str, Counter[str]] = {}  # nodeid -> outcome statuses counted
-        # evaluation -> outcome case id -> its picture's file (absolute), None when inlined
+        # evaluation -> outcome case id -> its picture's file in the assets folder (absolute)
         self.pictures: dict[str, dict[str, Path | None]] = {}
+        # evaluation -> outcome case id -> an inlined picture's (bytes, extension), written into
+        # the run folder at session finish
+        self.inlined_data: dict[str, dict[str, tuple[bytes, str]]] = {}
         self.index_problems: list[str] = []  # pictures.json files not written, and why
 
     @pytest.hookimpl(tryfirst=True)  # before pytest-html reads the report's extras
@@ -160,13 +164,17 @@ class HtmlCases:
         encoded = str(extra.get("content", ""))
         mime = str(extra.get("mime_type") or "image/jpeg")
         file: Path | None = None
+        extension = str(extra.get("extension") or "jpg")
         if self.self_contained and self.inline_bytes + len(encoded) <= self.budget_bytes:
             self.inline_bytes += len(encoded)  # what the page grows by: base64 text
             self.inlined += 1
             src = f"data:{mime};base64,{encoded}"
+            if evaluation is not None and extra.get("name") is not None:
+                kept = self.inlined_data.setdefault(evaluation, {})
+                kept[str(extra["name"])] = (base64.b64decode(encoded), extension)
         else:
             data = base64.b64decode(encoded)
-            src = self.write_asset(data, str(extra.get("extension") or "jpg"))
+            src = self.write_asset(data, extension)
             file = self.assets / src.rpartition("/")[2]
             self.linked += 1
         if evaluation is not None and extra.get("name") is not None:
@@ -201,7 +209,8 @@ class HtmlCases:
             if not folder.is_dir():  # its files could not be written: nothing to index
                 continue
             try:
-                write_pictures(folder, self.report, self.pictures.get(r.name, {}))
+                files = write_picture_files(folder, self.inlined_data.get(r.name, {}))
+                write_pictures(folder, self.report, {**self.pictures.get(r.name, {}), **files})
             except (OSError, ValueError) as exc:  # the index is an extra: never the run's fate
                 self.index_problems.append(f"{folder / PICTURES}: {exc}")
 

@@ -46,6 +46,9 @@ PROVENANCE = "provenance.csv"
 COMPARISONS = "comparisons.csv"
 REPORT = "report.md"
 PICTURES = "pictures.json"
+# the run folder's own copy of each picture the report inlined (`--self-contained-html`), named
+# by content: the comparison page shows them whatever the report did with them
+PICTURE_FILES = "pictures"
 # the files made from raw_results.jsonl at session finish: a session that writes the folder
 # removes an earlier session's first, so none is left beside a newer manifest
 DERIVED = (SUMMARY, USAGE, CALLS, PROVENANCE, COMPARISONS, REPORT, PICTURES)
@@ -444,6 +447,24 @@ def write_pictures(folder: Path, report: Path, pictures: Mapping[str, Path | Non
     path = Path(folder) / PICTURES
     atomic_write_text(path, json.dumps(index, indent=1) + "\n")
     return path
+
+
+def write_picture_files(folder: Path, pictures: Mapping[str, tuple[bytes, str]]) -> dict[str, Path]:
+    """Each picture, (bytes, extension) by case id, as folder/pictures/<sha256[:20]>.<ext> (one
+    file for every case that shows the same picture); case id -> its file."""
+    import hashlib
+
+    from support.storage.files import atomic_write
+
+    where = Path(folder) / PICTURE_FILES
+    files: dict[str, Path] = {}
+    for case, (data, extension) in pictures.items():
+        path = where / f"{hashlib.sha256(data).hexdigest()[:20]}.{extension}"
+        if not path.is_file():
+            where.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, lambda f, data=data: f.write(data))
+        files[case] = path
+    return files
 
 
 def read_pictures(folder: Path) -> Pictures:

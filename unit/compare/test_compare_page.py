@@ -195,8 +195,9 @@ def test_flip_kinds_follow_the_definitions() -> None:
 
 
 def test_the_report_indexes_each_picture_and_never_fails_the_run_for_it(tmp_path: Path) -> None:
-    """reports.html: a picture inlined and one written to the assets folder, each under its
-    outcome's case id and evaluation, in the run folder's pictures.json (paths relative to it);
+    """reports.html: a picture inlined (and its copy in the run folder) and one written to the
+    assets folder, each under its outcome's case id and evaluation, in the run folder's
+    pictures.json (paths relative to it);
     a pictures.json that cannot be written is a terminal line, not an exception."""
     import base64
     from types import SimpleNamespace
@@ -220,16 +221,18 @@ def test_the_report_indexes_each_picture_and_never_fails_the_run_for_it(tmp_path
     stash = pytest.Stash()
     stash[REPORT_PLUGIN_KEY] = SimpleNamespace(
         result=SimpleNamespace(evaluations=[SimpleNamespace(name="nyu_distance")]),
-        run=SimpleNamespace(results_dir=tmp_path / "results", run_id="r1"),
+        run=SimpleNamespace(output=SimpleNamespace(results_dir=tmp_path / "results", run_id="r1")),
     )
     session = SimpleNamespace(config=SimpleNamespace(stash=stash))
     cases.pytest_sessionfinish(session)
     index = json.loads((folder / "pictures.json").read_text())
-    assert index["report"] == "../../../html/report.html" and index["inlined"] == ["item0-m"]
-    (path,) = index["pictures"].values()
-    assert list(index["pictures"]) == ["item1-m"]
-    assert (folder / path).read_bytes() == b"x" * 30
-    assert (folder / path).resolve().parent == report.parent / "report_assets"
+    assert index["report"] == "../../../html/report.html" and index["inlined"] == []
+    assert list(index["pictures"]) == ["item0-m", "item1-m"]
+    inlined, linked = (folder / p for p in index["pictures"].values())
+    # the inlined picture has the run folder's own copy (the comparison page shows it)
+    assert inlined.read_bytes() == b"x" * 9 and inlined.parent == folder / "pictures"
+    assert linked.read_bytes() == b"x" * 30
+    assert linked.resolve().parent == report.parent / "report_assets"
 
     (folder / "pictures.json").unlink()
     (folder / "pictures.json").mkdir()  # in the way: the index cannot be written
@@ -415,17 +418,16 @@ def test_the_page_lists_exactly_the_cases_the_models_differ_on(
     assert {"a_right", "b_right", "same"} <= set(expected.values())
     assert len(flipped) < PAGE_ROWS  # all of them on the page's first rows
 
-    for name in rows:  # the pictures index: every picture of the report, a file or inlined
-        index = json.loads((results / name / "r1" / "pictures.json").read_text())
-        assert (results / name / "r1" / index["report"]).resolve() == report.resolve()
+    copies = 0  # the pictures index: every picture of the report as a file, inlined or not
+    for name in rows:
+        folder = results / name / "r1"
+        index = json.loads((folder / "pictures.json").read_text())
+        assert (folder / index["report"]).resolve() == report.resolve() and not index["inlined"]
         for path in index["pictures"].values():
-            assert (
-                results / name / "r1" / path
-            ).resolve().parent == report.parent / "report_assets"
-    inlined = sum(
-        len(json.loads((results / n / "r1" / "pictures.json").read_text())["inlined"]) for n in rows
-    )
-    assert inlined > 0
+            where = (folder / path).resolve().parent
+            assert where in (report.parent / "report_assets", folder.resolve() / "pictures")
+            copies += where == folder.resolve() / "pictures"
+    assert copies > 0  # some were inlined: their copies are the run folder's
 
     page = tmp_path / "page" / "compare.html"
     cli = [f"r1@{MODEL_A}", f"r1@{MODEL_B}", "--results", str(results), "--bootstrap", "50"]
@@ -436,8 +438,17 @@ def test_the_page_lists_exactly_the_cases_the_models_differ_on(
     data = page_data(page)
     assert data_pairs(data) == expected
     pictures = [src for r in data["rows"] for _, src in r[8]]
-    assert pictures and all(src.startswith("../html/report_assets/") for src in pictures)
-    assert any("inlined in the report" in r[9] for r in data["rows"])
+    assert pictures and all(
+        src.startswith("../html/report_assets/") or "/r1/pictures/" in src for src in pictures
+    )
+    assert not any("inlined in the report" in r[9] for r in data["rows"])
+    # every flipped row of an evaluation that draws pictures shows both sides' pictures (one
+    # when both sides were shown the same picture), none missing
+    drawn = {r[0] for r in data["rows"] if r[8]}
+    shown_flips = [r for r in data["rows"] if (data["evaluations"][r[0]], r[1]) in flipped]
+    assert drawn and shown_flips
+    for r in shown_flips:
+        assert r[0] not in drawn or (r[8] and not r[9]), r
 
     if hostile_pages.chromium() is None:
         pytest.skip("no Chromium on PATH: the page's data checked, not its rendering")
