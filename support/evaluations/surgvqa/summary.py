@@ -82,11 +82,13 @@ VQA_METRICS = ("bleu", "yes_no_accuracy")  # every run's (2025's); vqa_metrics()
 BOX_METRICS = ("map", "ap50", "ap75", "precision50", "recall50", "f1_50")
 METRICS = (*VQA_METRICS, *BOX_METRICS)
 HEADLINE = ("bleu", "yes_no_accuracy", "map", "ap50", "f1_50")
-# in the headline too when scored (ROUGE and NLI x BERT: summary.csv and report.md's full table)
+# in the headline too when scored (ROUGE-1/2 and NLI x BERT: summary.csv and report.md's full
+# table); ROUGE-L after BLEU
 HEADLINE_SEMANTIC = ("bertscore_f1", "nli_entailment")
+HEADLINE_ROUGE = ("rougeL",)
 KEYS = ("model", "category", "subset")
 # the terminal's brief table (reports/terminal.py; those the headline has)
-KEY_METRICS = ("bertscore_f1", "bleu", "map")
+KEY_METRICS = ("bertscore_f1", "bleu", "rougeL", "map")
 SCORES = {  # each row's scores, checked when a run folder is read (support.storage.run_folder)
     **dict.fromkeys(("n_dt", "n_gt", "tp50"), "count"),
     **dict.fromkeys(("bleu", "rouge1", "rouge2", "rougeL", *SEMANTIC_METRICS), "number"),
@@ -104,7 +106,9 @@ def vqa_metrics(outcomes: Sequence[Outcome]) -> tuple[str, ...]:
 
 def headline_metrics(columns: Sequence[str]) -> tuple[str, ...]:
     """The headline's metrics among `columns` (a summary's or a headline's)."""
-    return (*(m for m in HEADLINE_SEMANTIC if m in columns), *HEADLINE)
+    semantic = (m for m in HEADLINE_SEMANTIC if m in columns)
+    rouge = (m for m in HEADLINE_ROUGE if m in columns)
+    return (*semantic, HEADLINE[0], *rouge, *HEADLINE[1:])
 
 
 def is_tools(o: Outcome) -> bool:
@@ -410,6 +414,7 @@ METRIC_LABELS = {
     "bertscore_f1": "BERTScore\nF1",
     "nli_entailment": "NLI\nentailment",
     "bleu": "BLEU",
+    "rougeL": "ROUGE-L",
     "yes_no_accuracy": "yes/no\naccuracy",
     "map": "mAP\n@[.5:.95]",
     "ap50": "AP@.5",
