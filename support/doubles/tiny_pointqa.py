@@ -4,8 +4,7 @@ Write-up 004 evaluates a point-cloud model of the user's own (`PointQAModel(mode
 checkpoint_path="checkpoints/model.pth")`). This module is such a model, small enough for a CPU
 test, and a factory for the suite's `python:` provider:
 
-    python -c "from support.doubles.tiny_pointqa import save_checkpoint; \\
-        save_checkpoint('checkpoints/model.pth')"
+    python -m support.doubles.tiny_pointqa checkpoints/model.pth
     pytest evals/dynamic --model python:support.doubles.tiny_pointqa:PointQAModel \\
         --model-arg checkpoint=checkpoints/model.pth -m quick
 
@@ -33,10 +32,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
 from support.types import Request
+
+NEEDS_TORCH = (
+    "support.doubles.tiny_pointqa needs PyTorch, which is not installed: pip install -e '.[hf]' "
+    "(or pip install torch)"
+)
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError as exc:
+    if exc.name != "torch":
+        raise
+    if __name__ == "__main__":
+        raise SystemExit(NEEDS_TORCH) from None
+    raise ImportError(NEEDS_TORCH, name="torch") from None
 
 VERSION = "tiny-pointqa-1"  # bump when the architecture, the hashing or the prompt reading changes
 HASH_BUCKETS = 128  # word hash buckets of the text encoder (crc32 of the word, modulo)
@@ -272,3 +283,21 @@ class PointQAModel:
         for request, letter in zip(requests, letters, strict=True):
             answers.append(letter if request.n == 1 else [letter] * request.n)
         return answers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m support.doubles.tiny_pointqa PATH [--seed N]`: write a checkpoint."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m support.doubles.tiny_pointqa", description=main.__doc__
+    )
+    ap.add_argument("path", help="the checkpoint to write (a .pth; parent folders are made)")
+    ap.add_argument("--seed", type=int, default=0, help="the weights' seed (0)")
+    args = ap.parse_args(argv)
+    print(save_checkpoint(args.path, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

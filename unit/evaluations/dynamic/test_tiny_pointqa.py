@@ -15,6 +15,7 @@ from support.evaluations.dynamic.scenes import build_scene
 from support.types import Part, Request
 
 torch = pytest.importorskip("torch")
+REPO = Path(__file__).resolve().parents[3]
 
 from support.doubles import tiny_pointqa  # noqa: E402  (torch first)
 from support.doubles.tiny_pointqa import (  # noqa: E402
@@ -231,3 +232,28 @@ def test_factory_traits():
     assert PointQAModel.max_batch == 8
     assert PointQAModel.version == tiny_pointqa.VERSION
     assert isinstance(read_request(ask(cloud(2, 0), QUESTION, OPTIONS)), Question)
+
+
+def test_without_torch_the_model_and_its_checkpoint_command_say_what_to_install(tmp_path):
+    """No raw ModuleNotFoundError: `python -m support.doubles.tiny_pointqa` exits with what to
+    install, and `--model python:support.doubles.tiny_pointqa:...` is a usage error saying it."""
+    import subprocess
+    import sys
+
+    from support.doubles.tiny_pointqa import NEEDS_TORCH
+
+    no_torch = "import sys; sys.modules['torch'] = None; "
+    made = subprocess.run(
+        [sys.executable, "-c", no_torch + "import runpy; runpy.run_module("
+         "'support.doubles.tiny_pointqa', run_name='__main__')", str(tmp_path / "m.pth")],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 1 and made.stderr.strip() == NEEDS_TORCH, made.stderr
+    assert "Traceback" not in made.stderr and not (tmp_path / "m.pth").exists()
+    checked = subprocess.run(
+        [sys.executable, "-c", no_torch + "from support.backends.scripted import load_script\n"
+         "try:\n load_script('python:x', 'support.doubles.tiny_pointqa:PointQAModel')\n"
+         "except ValueError as e:\n print(e)"],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert NEEDS_TORCH in checked.stdout, checked.stdout + checked.stderr
