@@ -31,6 +31,7 @@ import pandas as pd
 from support import evaluations
 from support.compare.page import Compared
 from support.printable import printable
+from support.settings import OutputSettings, RunSettings, StatisticsSettings
 from support.statistics.pairing import report_section
 from support.storage.files import spreadsheet_safe
 from support.storage.run_folder import RAW, RunFolderError, read_outcomes
@@ -100,8 +101,8 @@ class CompareOptions:
 
     model_a: str | None = None
     model_b: str | None = None
-    n_resamples: int = 1000
-    seed: int = 0
+    n_resamples: int = StatisticsSettings.bootstrap  # the suite's --bootstrap default
+    seed: int = RunSettings.seed
 
 
 def compare_runs(
@@ -212,14 +213,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--model-b", metavar="MODEL", help="compare this model of run B only (a multi-model run)"
     )
-    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples (1000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    defaults = CompareOptions()
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=defaults.n_resamples,
+        help=f"resamples ({defaults.n_resamples})",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=defaults.seed, help=f"bootstrap seed ({defaults.seed})"
+    )
     parser.add_argument("--out", type=Path, help="also write the table to this CSV file")
     parser.add_argument(
         "--results",
         metavar="DIR",
         type=Path,
-        default=Path("results"),
+        default=OutputSettings.results_dir,
         help="where a run id (a side that is not a folder: RID or RID@MODEL) is looked for: "
         "DIR/<evaluation>/RID, every evaluation both sides hold (results)",
     )
