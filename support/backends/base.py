@@ -71,8 +71,9 @@ def split_api_bases(
     values: Sequence[str], providers: Sequence[str]
 ) -> tuple[str | None, tuple[tuple[str, str], ...]]:
     """`--api-base` values, each `URL` (every API model) or `PROVIDER=URL` (that provider's):
-    (the one for every model or None, the (provider, URL) pairs in order). ValueError naming
-    the option for an unknown provider, a second URL for all, or a provider named twice."""
+    (the one for every model or None, the (provider, URL) pairs). A later value replaces an
+    earlier one of the same kind, as a repeated option does. ValueError naming the option for
+    an unknown provider."""
     every: str | None = None
     own: dict[str, str] = {}
     for value in values:
@@ -83,14 +84,7 @@ def split_api_bases(
                     f"--api-base {value}: no provider {head!r}; the providers: "
                     f"{', '.join(providers)}"
                 )
-            if head in own:
-                raise ValueError(f"--api-base: {head}= given twice")
             own[head] = url
-        elif every is not None:
-            raise ValueError(
-                "--api-base: two endpoints for every model; give one a provider: "
-                "--api-base openai=URL --api-base anthropic=URL"
-            )
         else:
             every = value
     return every, tuple(own.items())

@@ -143,14 +143,16 @@ def test_a_404_says_each_providers_base_url_form(provider, says, keys):
     ("values", "error"),
     [
         (["nosuch=http://h"], "--api-base nosuch=http://h: no provider 'nosuch'; the providers: "),
-        (["http://a", "http://b"], "--api-base: two endpoints for every model"),
-        (["openai=http://a", "openai=http://b"], "--api-base: openai= given twice"),
+        (["http://a", "Nope=http://b"], "--api-base Nope=http://b: no provider 'Nope'"),
     ],
 )
 def test_api_base_values_are_checked(values, error):
     with pytest.raises(ValueError) as found:
         split_api_bases(values, provider_names())
     assert str(found.value).startswith(error)
+    # a later value replaces an earlier one of its kind, as a repeated option does
+    later = ["http://a", "openai=http://o1", "http://b", "openai=http://o2"]
+    assert split_api_bases(later, provider_names()) == ("http://b", (("openai", "http://o2"),))
     # a URL with a query is no provider's: it is the endpoint for every model
     assert split_api_bases(["http://h/v1?a=b"], provider_names()) == ("http://h/v1?a=b", ())
 
