@@ -142,7 +142,7 @@ def test_min_metric_sets_exit_status(run):
 
 
 def test_a_gate_names_the_model_it_applies_to(run):
-    """The README's CI gate: the default models, a gate on the oracle only."""
+    """docs/options.md's CI gate: the default models, a gate on the oracle only."""
     args = ("-m", "quick", "-k", "liver", "--bootstrap=0")
     ok, _ = run(*args, "--min-metric", "pointing.f1@oracle=0.6")
     assert ok.ret == 0, ok.stdout.str()

@@ -8,8 +8,8 @@ all, by a deterministic draw per request: the statuses vary and the intervals ha
 - summary.csv and the headline: every interval column (`m`, `m_lo`, `m_hi`) is ordered,
   lo <= m <= hi, and every metric's interval is wide (lo < hi) on some row, so a bound taken
   from the wrong side cannot hide behind a degenerate [x, x];
-- raw_results.jsonl: each row holds every field of its schema (README.md, "What a run
-  produces") and none of those that differ between runs.
+- raw_results.jsonl: each row holds every field of its schema (docs/reports.md, "The run
+  folder") and none of those that differ between runs.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ VALUES: dict[str, dict[str, object]] = {
 # evaluations whose summary has no intervals, and where that is said
 NO_INTERVALS = {"dynamic": "support/evaluations/dynamic/summary.py, its docstring: No intervals"}
 
-# raw_results.jsonl's row. README.md ("What a run produces", raw_results.jsonl) names the case and
+# raw_results.jsonl's row. docs/reports.md ("The run folder", raw_results.jsonl) names the case and
 # model ids, the case's parameters, prompt hash, raw response, parsed answer, ground truth,
 # status and tokens; the rest of an Outcome (support/types.py) rides along
 RAW_FIELDS = frozenset(
@@ -57,7 +57,7 @@ RAW_FIELDS = frozenset(
         "read_by",
     }
 )  # fmt: skip
-# kept out: what differs between two runs of the same inputs (README.md: calls.csv holds them)
+# kept out: what differs between two runs of the same inputs (docs/reports.md: calls.csv holds them)
 # and how an answer was obtained (ARCHITECTURE.md, batches: raw_results.jsonl stays a
 # synchronous run's)
 NOT_RAW = frozenset({"latency_s", "backend_calls", "cache_hits", "cached", "batch_usage"})
