@@ -8,8 +8,9 @@
 - **Pictures.** fixtures.case_extras marks each case's picture (`PICTURE_KEY`); here it becomes a
   lazily loaded `<img>` in the case's details, shown up to `PICTURE_WIDTH_PX` wide (a click shows
   it at full size). With --self-contained-html a picture is inlined while the run's inlined
-  picture bytes stay within --html-inline-mb; the rest, and every picture of a report that is
-  not self-contained, go to `<report name>_assets/` beside the report (files named by content:
+  picture bytes stay within --html-inline-mb, and the rest are files of its run folder's
+  `pictures/` (the page and the run folders are all there is); every picture of a report that
+  is not self-contained goes to `<report name>_assets/` beside the report (files named by content:
   cases showing the same picture, e.g. one image asked of two models, share one file, and the
   page counts the files, not the links).
 - **Where each picture is.** At session finish each evaluation's run folder gets `pictures.json`:
@@ -36,7 +37,7 @@ import hashlib
 import html
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,12 @@ import pytest
 
 from reports.plugin import OUTCOMES_ATTR, REPORT_PLUGIN_KEY
 from reports.terminal import interval_label
-from support.storage.run_folder import PICTURES, write_picture_files, write_pictures
+from support.storage.run_folder import (
+    PICTURES,
+    folder_of,
+    write_picture_files,
+    write_pictures,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,7 +102,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=DEFAULT_INLINE_MB,
         metavar="MB",
         help="with --html --self-contained-html: inline case pictures up to this many MB of "
-        "the page in all; the rest go to <report name>_assets/ beside the report, loaded "
+        "the page in all; the rest are files of their run folders' pictures/, loaded "
         f"lazily (0: link every picture) ({DEFAULT_INLINE_MB:g})",
     )
 
@@ -113,17 +119,36 @@ def pytest_configure(config: pytest.Config) -> None:
         Path(os.path.expandvars(path)).expanduser().absolute(),
         bool(config.getoption("self_contained_html", False)),
         int(budget_mb * 1e6),
+        lambda evaluation: run_folder_of(config, evaluation),
     )
     config.stash[HTML_KEY] = cases
     config.pluginmanager.register(cases, "vlmbench-html-cases")
+
+
+def run_folder_of(config: pytest.Config, evaluation: str) -> Path | None:
+    """The run folder the reporter writes `evaluation`'s files to (None: no reporter)."""
+    plugin = config.stash.get(REPORT_PLUGIN_KEY, None)
+    if plugin is None:
+        return None
+    return folder_of(plugin.run.output.results_dir, evaluation, plugin.run.output.run_id)
 
 
 class HtmlCases:
     """The controller's view of the results table: each item's status, and where its pictures
     go (inline or a file) under the run's inline budget."""
 
-    def __init__(self, report: Path, self_contained: bool, budget_bytes: int) -> None:
+    def __init__(
+        self,
+        report: Path,
+        self_contained: bool,
+        budget_bytes: int,
+        run_folder: Callable[[str], Path | None] | None = None,
+    ) -> None:
         self.report = report
+        # an evaluation's run folder: where a self-contained report's pictures past its budget go
+        self.run_folder = run_folder or (lambda _evaluation: None)
+        self.beside = 0  # pictures linked to a file of a run folder's pictures/
+        self.beside_files: set[Path] = set()
         self.assets = report.parent / f"{report.stem}_assets"
         self.self_contained = self_contained
         self.budget_bytes = budget_bytes  # bytes of base64 pictures a report may inline
@@ -172,6 +197,8 @@ class HtmlCases:
             if evaluation is not None and extra.get("name") is not None:
                 kept = self.inlined_data.setdefault(evaluation, {})
                 kept[str(extra["name"])] = (base64.b64decode(encoded), extension)
+        elif self.self_contained and (file := self.beside_run(extra, evaluation, extension)):
+            src = Path(os.path.relpath(file, self.report.parent)).as_posix()
         else:
             data = base64.b64decode(encoded)
             src = self.write_asset(data, extension)
@@ -188,6 +215,25 @@ class HtmlCases:
             "mime_type": None,
             "extension": None,
         }
+
+    def beside_run(
+        self, extra: Mapping[str, Any], evaluation: str | None, extension: str
+    ) -> Path | None:
+        """A self-contained report's picture past the budget, written into its run folder's
+        pictures/ (where the comparison page finds it too); None, for the assets folder, when
+        the run folder is unknown or cannot be written."""
+        folder = self.run_folder(evaluation) if evaluation is not None else None
+        if folder is None or extra.get("name") is None:
+            return None
+        name = str(extra["name"])
+        data = base64.b64decode(str(extra.get("content", "")))
+        try:
+            file = write_picture_files(folder, {name: (data, extension)})[name]
+        except OSError:
+            return None
+        self.beside += 1
+        self.beside_files.add(file)
+        return file
 
     def write_asset(self, data: bytes, extension: str) -> str:
         """The picture's file in the assets folder (named by content), relative to the report."""
@@ -244,13 +290,21 @@ class HtmlCases:
         """Where the pictures are, when some are not in the report itself: the files of the
         assets folder this page links (what `ls` counts there), and how many case pictures
         link to them when cases share a file."""
-        if not self.linked:
+        parts = []
+        assets = f"{self.assets.name}/ beside this report (keep the folder with it)"
+        runs = "the pictures/ folders of the runs (keep them beside this report)"
+        for shown, files, where in (
+            (self.linked, len(self.asset_files), assets),
+            (self.beside, len(self.beside_files), runs),
+        ):
+            if shown:
+                part = f"{files} file{'s' if files != 1 else ''} in {where}"
+                if shown != files:
+                    part += f", shown by {shown} cases (cases with the same picture share a file)"
+                parts.append(part)
+        if not parts:
             return ""
-        files = len(self.asset_files)
-        where = f"{self.assets.name}/ beside this report (keep the folder with it)"
-        linked = f"{files} file{'s' if files != 1 else ''} in {where}"
-        if self.linked != files:
-            linked += f", shown by {self.linked} cases (cases with the same picture share a file)"
+        linked = "; ".join(parts)
         if not self.self_contained:
             return f'<p class="vlmbench-note">Case pictures: {html.escape(linked)}.</p>'
         return (

@@ -152,26 +152,31 @@ def test_summaries_in_run_order_with_contents_and_report_md_numbers(run):
 @pytest.mark.slow
 def test_pictures_past_the_inline_budget_are_linked_files(run):
     """With --self-contained-html the pictures are inlined up to --html-inline-mb; the rest are
-    files beside the report, loaded lazily, and the summary says where they are."""
-    _, _, page = run("--self-contained-html", "--html-inline-mb=0.1")
+    files of the run folder's pictures/ (no assets folder beside the page), loaded lazily, and
+    the summary says where they are."""
+    _, results, page = run("--self-contained-html", "--html-inline-mb=0.1")
     rows = rows_of(page)
     found = pictures(rows)
     inline = [s for s in found if s.startswith("data:image/jpeg;base64,")]
-    linked = [s for s in found if s.startswith("report_assets/")]
+    linked = [s for s in found if not s.startswith("data:")]
     assert len(found) == len(rows)  # one picture per pointing case
     assert inline and linked and len(inline) + len(linked) == len(found)
     assert sum(len(s.split(",", 1)[1]) for s in inline) <= 100_000  # base64 bytes in the page
+    (folder,) = (results / "pointing").iterdir()
     for src in linked:
-        assert (page.parent / src).is_file()
+        assert (page.parent / src).resolve().parent == folder.resolve() / "pictures", src
+    assert not (page.parent / "report_assets").exists()  # one page and the run folders
     extras = [e["content"] for row in rows.values() for e in row["extras"]]
     assert sum(e.count('loading="lazy"') for e in extras) == len(found)
     text = page.read_text(encoding="utf-8")
-    # the page counts the files it links, as the folder holds them (a picture two cases show,
-    # one image asked of two models, is one file), and the cases showing them when more
-    files = list((page.parent / "report_assets").iterdir())
-    assert len(files) == len(set(linked))
+    # the page counts the files it links (a picture two cases show, one image asked of two
+    # models, is one file), and the cases showing them when more
+    files = {(page.parent / src).resolve() for src in linked}
     note = re.search(r"Case pictures: [^<]*", text).group(0)
-    assert f"{len(files)} file{'s' if len(files) != 1 else ''} in report_assets/ beside" in note
+    assert (
+        f"{len(files)} file{'s' if len(files) != 1 else ''} in the pictures/ folders of the runs"
+        in note
+    )
     assert (f"shown by {len(linked)} cases" in note) == (len(linked) != len(files))
 
 
