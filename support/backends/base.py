@@ -78,7 +78,7 @@ def split_api_bases(
     own: dict[str, str] = {}
     for value in values:
         head, sep, url = value.partition("=")
-        if sep and "://" not in head and "/" not in head:
+        if sep and "/" not in head:  # a URL's scheme or path has one before any "="
             if head not in providers:
                 raise ValueError(
                     f"--api-base {value}: no provider {head!r}; the providers: "
