@@ -9,10 +9,11 @@ written under results/<evaluation>/<run-id>/ (reports.evaluation_files, which re
 EvaluationResult), the gates are checked against the headlines, and the RunResult is kept in
 `result`: the terminal summary (reports.terminal_summary), the HTML summary (reports.html) and the
 exit status read it. Workers write no files. The modules that write the files (pandas, scipy,
-statsmodels, matplotlib, the summaries) are imported on the main thread when the first outcome
-arrives (`REPORT_MODULES`): start-up and `--collect-only` never pay for them, and a run pays while
-its requests are in flight rather than after the last answer. Nothing is imported in another
-thread.
+statsmodels, matplotlib, the summaries; `REPORT_MODULES`) are imported at session finish, where
+they are used: start-up and `--collect-only` never pay for them, and no request waits on the
+import while the process's own cases run. An xdist controller, which runs no case, imports them
+when the first outcome arrives, while its workers' requests are in flight. Nothing is imported in
+another thread. Once imported, their objects are frozen (support.heap).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pytest
 from reports.gates import Gate, GateCheck, check_gates
 from reports.result import Completion, EvaluationResult, RunResult, SessionFacts, headlines
 from support import evaluations
+from support.heap import freeze_permanent
 from support.settings import RunSettings
 from support.types import Outcome
 
@@ -68,6 +70,7 @@ class ReportPlugin:
         self._selected = 0  # cases selected (items collected, or one xdist worker's count)
         self._finished: set[str] = set()  # node ids of the cases that ran to their teardown
         self._imported = False  # REPORT_MODULES and the summaries
+        self._config: pytest.Config | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -77,6 +80,15 @@ class ReportPlugin:
         if cache is not None:
             self.rerun_of_failed = reruns_failures(session.config)
             self.previous_run = cache.get(LAST_RUN_KEY, None)
+
+    @property
+    def runs_no_cases(self) -> bool:
+        """Whether this process only gathers outcomes (an xdist controller: its workers run the
+        cases), so importing the report modules early keeps no request waiting."""
+        return self._config is not None and self._config.pluginmanager.has_plugin("dsession")
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self._config = config
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not session.config.option.collectonly and session.items:
@@ -93,8 +105,8 @@ class ReportPlugin:
         for d in getattr(report, OUTCOMES_ATTR, None) or ():
             o = Outcome.from_json(d)
             self._outcomes.setdefault(o.evaluation, {}).setdefault(o.case_id, o)
-        if self._outcomes and not self._imported:  # the first outcome: requests are in flight
-            self._imported = True
+        if self._outcomes and not self._imported and self.runs_no_cases:
+            self._imported = True  # an xdist controller: its workers send the requests
             import_report_modules(self._outcomes)
 
     def add_engine_stats(self, process: str, stats: list[Mapping[str, Any]]) -> None:
@@ -116,6 +128,10 @@ class ReportPlugin:
         facts = SessionFacts(tuple(inv.args), Path(inv.dir), self.started, engine_stats)
         results: tuple[EvaluationResult, ...] = ()
         if self._outcomes:  # pandas & co, imported here: a run without outcomes never needs them
+            if not self._imported:
+                self._imported = True
+                import_report_modules(self._outcomes)
+            freeze_permanent()  # the report modules' objects: permanent too (support.heap)
             from reports.evaluation_files import write_evaluation
 
             results = tuple(

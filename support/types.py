@@ -248,9 +248,18 @@ class Request:
             d["answer_space"] = repr(self.answer_space) if self.answer_space is not None else None
         return d
 
+    def canonical_text(self, with_hints: bool = False) -> str:
+        """`canonical_json(self.canonical(with_hints))`, made once per request and kept: the
+        cache key and the prompt hash both read it."""
+        memo = self.__dict__.setdefault("_canonical_texts", {})  # frozen: set as cached_property
+        text = memo.get(with_hints)
+        if text is None:
+            text = memo[with_hints] = canonical_json(self.canonical(with_hints))
+        return text
+
     def digest(self, with_hints: bool = False) -> str:
         """sha256 of the canonical request: the prompt hash recorded with each case."""
-        return sha256_hex(canonical_json(self.canonical(with_hints)))
+        return sha256_hex(self.canonical_text(with_hints))
 
     @property
     def images(self) -> list[Part]:

@@ -32,19 +32,12 @@ from support.backends.openai_chat import openai_result  # noqa: E402
 BAD_COUNTS = [-5, math.nan, math.inf, -math.inf, 2.5, "12"]
 
 
-def openai_completion(prompt_tokens: object, completion_tokens: object):
-    """A ChatCompletion as the SDK builds it from a body (fields not validated)."""
-    return openai.types.chat.ChatCompletion.model_construct(
-        choices=[
-            openai.types.chat.chat_completion.Choice.model_construct(
-                index=0,
-                message=openai.types.chat.ChatCompletionMessage.model_construct(content="yes"),
-            )
-        ],
-        usage=openai.types.CompletionUsage.model_construct(
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        ),
-    )
+def openai_completion(prompt_tokens: object, completion_tokens: object) -> dict:
+    """A Chat Completion's JSON as openai_result reads it (the body, parsed; fields as sent)."""
+    return {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "yes"}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+    }
 
 
 def anthropic_message(input_tokens: object, output_tokens: object):

@@ -18,7 +18,8 @@ Either way `Response.texts` holds only the generated text, never the prefill.
 `n` samples come from one call (`n=`); `seed` is sent when set (best effort on OpenAI's side).
 
 The body is built here (`openai_body`) and posted through the SDK's own `post` (its auth, retries,
-timeouts and error types, and the same `ChatCompletion` back): `chat.completions.create` would
+timeouts and error types; the body comes back as bytes, read as JSON by `openai_result`, with no
+pydantic model built for it): `chat.completions.create` would
 JSON-encode every image's base64 again on each request (a 1-2 MB string escaped and copied per
 call, most of the client's CPU on a frame shared by dozens of questions), where `openai_body`
 splices each part's base64, encoded once (`Part.b64_ascii`), into a JSON skeleton. The bytes are
@@ -158,40 +159,56 @@ def openai_result(completion: Any) -> Answer:
     """Texts (one per choice, in index order), usage (reasoning tokens apart:
     `completion_tokens_details.reasoning_tokens`), thinking (an OpenAI-compatible server's
     `reasoning`, or its older `reasoning_content`, with a reasoning parser; the OpenAI API
-    returns none on Chat Completions) and finish reasons of a ChatCompletion.
+    returns none on Chat Completions) and finish reasons of a Chat Completion, read from its
+    JSON (the parsed body, a dict) without building the SDK's models.
 
-    Raises MalformedResponse when the body is not a completion (the SDK returns the raw text of a
-    non-JSON body and does not validate fields by default).
+    The body is untrusted: anything that is not a completion (no choices, a choice without a
+    message, a content that is not text) raises MalformedResponse, and nothing else escapes.
     """
-    choices = getattr(completion, "choices", None)
+    choices = completion.get("choices") if isinstance(completion, dict) else None
     if not isinstance(choices, list) or not choices:
         raise MalformedResponse(f"no choices in the response ({type(completion).__name__})")
-    try:
-        indexed = [(c.index if isinstance(c.index, int) else i, c) for i, c in enumerate(choices)]
-        ordered = [c for _, c in sorted(indexed, key=lambda t: t[0])]
-        texts = tuple(c.message.content or "" for c in ordered)
-        thinking = tuple(_reasoning_text(c.message) for c in ordered)
-        reasons = tuple(str(c.finish_reason or "") for c in ordered)
-    except (AttributeError, TypeError) as exc:
-        raise MalformedResponse(f"malformed choice: {exc}") from exc
-    usage = getattr(completion, "usage", None)
-    if usage is None:  # some compatible servers omit it
+    indexed = []
+    for i, choice in enumerate(choices):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise MalformedResponse(f"malformed choice {i}: no message object")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise MalformedResponse(f"malformed choice {i}: content is {type(content).__name__}")
+        index = choice.get("index")
+        indexed.append((index if type(index) is int else i, i, message, choice))
+    indexed.sort(key=lambda t: (t[0], t[1]))
+    texts = tuple(m.get("content") or "" for _, _, m, _ in indexed)
+    thinking = tuple(_reasoning_text(m) for _, _, m, _ in indexed)
+    reasons = tuple(str(c.get("finish_reason") or "") for _, _, _, c in indexed)
+    usage = completion.get("usage")
+    if not isinstance(usage, dict):  # some compatible servers omit it
         return Answer(texts, Usage(), thinking, reasons)
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
-    counted = Usage.reported(usage.prompt_tokens, usage.completion_tokens, reasoning=reasoning)
+    details = usage.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    counted = Usage.reported(
+        usage.get("prompt_tokens"), usage.get("completion_tokens"), reasoning=reasoning
+    )
     return Answer(texts, counted, thinking, reasons)
 
 
-def _reasoning_text(message: Any) -> str:
-    """A message's reasoning text: vLLM's `reasoning` (its older `reasoning_content`), kept by
-    the SDK as extra fields; "" when there is none or it is not text."""
-    extra = getattr(message, "model_extra", None) or {}
+def _reasoning_text(message: dict[str, Any]) -> str:
+    """A message's reasoning text: vLLM's `reasoning` (its older `reasoning_content`); "" when
+    there is none or it is not text."""
     for name in ("reasoning", "reasoning_content"):
-        value = extra.get(name)
+        value = message.get(name)
         if isinstance(value, str) and value:
             return value
     return ""
+
+
+def completion_json(body: bytes) -> Any:
+    """A 200 response's body as JSON; MalformedResponse when it is not JSON."""
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise MalformedResponse(f"the response is not JSON ({exc})") from None
 
 
 # the Batch API's limits (platform.openai.com/docs/guides/batch, taken 2026-11-25): 50,000
@@ -228,14 +245,12 @@ def openai_batch_line(key: str, body: bytes) -> bytes:
 def openai_batch_row(row: Any) -> Response | str | None:
     """A line of a batch's output or error file -> the answer, the item's error text, or None
     (no outcome: the batch expired or was cancelled before it, or the row is not one)."""
-    from openai.types.chat import ChatCompletion
-
     if not isinstance(row, dict):
         return None
     response = row.get("response")
     if isinstance(response, dict) and response.get("status_code") == 200:
         try:
-            answer = openai_result(ChatCompletion.model_validate(response.get("body")))
+            answer = openai_result(response.get("body"))
         except Exception as exc:  # a malformed answer is the item's failure
             return f"malformed answer: {type(exc).__name__}: {exc}"[:500]
         return answer.response("", batch=True)
@@ -317,18 +332,17 @@ class OpenAIChatBackend(ApiBackend):
 
     async def _once(self, body: bytes) -> Answer:
         import openai
-        from openai.types.chat import ChatCompletion
 
-        # the SDK's generic POST (the client's JSON content type, auth, retries, timeouts)
+        # the SDK's generic POST (the client's JSON content type, auth, retries, timeouts and
+        # error types), its body read as bytes (`cast_to=bytes`, a documented cast) and parsed
+        # here: the SDK's pydantic models are never built for an answer
         try:
-            completion = await self._get_client().post(
-                "/chat/completions", cast_to=ChatCompletion, content=body
-            )
+            raw = await self._get_client().post("/chat/completions", cast_to=bytes, content=body)
         except openai.AuthenticationError as exc:
             if not isinstance(self, OpenAICompatibleBackend):
                 raise
             raise BackendError(compatible_key_hint(str(exc))) from None
-        return openai_result(completion)
+        return openai_result(completion_json(raw))
 
     async def model_ids(self) -> list[str]:
         """The ids of `GET <base URL>/models` (its first page)."""

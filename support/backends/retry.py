@@ -11,11 +11,13 @@ deep in the SDK's exception chain it lies.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from support.backends.base import BackendError
 from support.secrets import redact
@@ -73,22 +75,45 @@ async def call_with_retry(
     GuardFailure).
 
     Waits 0.05 s, 0.1 s, ... (at most 1 s) between attempts; the last error is re-raised as is.
+    The first attempt is awaited as it is: an answer that comes back at once (nearly all of them)
+    costs no retry machinery; only a retryable failure starts tenacity, for the attempts left.
     """
+    try:
+        return await call()
+    except Exception as exc:
+        if not _retried(retryable, exc):
+            raise
+    await asyncio.sleep(OUTER_WAIT_MIN_S)  # before the second attempt
     import tenacity
 
-    retrying = tenacity.AsyncRetrying(
-        stop=tenacity.stop_after_attempt(OUTER_ATTEMPTS),
-        wait=tenacity.wait_exponential(
-            multiplier=OUTER_WAIT_MIN_S, min=OUTER_WAIT_MIN_S, max=OUTER_WAIT_MAX_S
-        ),
-        retry=tenacity.retry_if_exception(lambda e: retryable(e) and guard_failure(e) is None),
-        reraise=True,
-    )
+    retrying = tenacity.AsyncRetrying(**_policy(retryable))
 
     async def attempt() -> T:  # a coroutine function: tenacity awaits only those
         return await call()
 
     return await retrying(attempt)
+
+
+def _retried(retryable: Callable[[BaseException], bool], exc: BaseException) -> bool:
+    return retryable(exc) and guard_failure(exc) is None
+
+
+@functools.cache
+def _policy(retryable: Callable[[BaseException], bool]) -> dict[str, Any]:
+    """tenacity's stop, wait and retry for the attempts after the first, made once per
+    predicate (a backend's): attempts 2..OUTER_ATTEMPTS, the waits 0.1 s, 0.2 s, ... (at most
+    OUTER_WAIT_MAX_S) that follow the first one's OUTER_WAIT_MIN_S. AsyncRetrying itself is made
+    per failed call: it keeps the state of its attempts."""
+    import tenacity
+
+    return {
+        "stop": tenacity.stop_after_attempt(OUTER_ATTEMPTS - 1),
+        "wait": tenacity.wait_exponential(
+            multiplier=2 * OUTER_WAIT_MIN_S, min=OUTER_WAIT_MIN_S, max=OUTER_WAIT_MAX_S
+        ),
+        "retry": tenacity.retry_if_exception(functools.partial(_retried, retryable)),
+        "reraise": True,
+    }
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:

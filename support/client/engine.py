@@ -269,6 +269,7 @@ class ModelClient:
         return self.admission.admitted()
 
     def key(self, request: Request) -> str:
+        """The request's response-cache key (support/client/response_cache.py)."""
         return cache_key(self.backend.identity, request, with_hints=self.backend.reads_hints)
 
     async def generate(self, request: Request) -> Response:

@@ -39,6 +39,7 @@ from support.backends.openai_chat import (  # noqa: E402
     IMAGE_SLOT,
     OpenAIChatBackend,
     OpenAICompatibleBackend,
+    completion_json,
     openai_messages,
     openai_params,
     openai_result,
@@ -121,22 +122,24 @@ def test_openai_params_sampling_and_prefill_modes():
 
 
 def test_openai_result_orders_choices_and_reads_usage():
-    completion = openai.types.chat.ChatCompletion.model_validate(
-        {
-            "id": "c",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {
-                    "index": i,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": c},
-                }
-                for i, c in [(1, "second"), (0, "first"), (2, None)]
-            ],
-            "usage": {"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129},
-        }
+    completion = json.loads(
+        json.dumps(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": i,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": c},
+                    }
+                    for i, c in [(1, "second"), (0, "first"), (2, None)]
+                ],
+                "usage": {"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129},
+            }
+        )
     )
     texts, usage, thinking, reasons = openai_result(completion)
     assert texts == ("first", "second", "")
@@ -144,11 +147,47 @@ def test_openai_result_orders_choices_and_reads_usage():
     assert thinking == ("", "", "") and reasons == ("stop", "stop", "stop")
 
 
-@pytest.mark.parametrize("body", ["not json", {"id": "x"}, {"choices": []}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        {"id": "x"},
+        {"choices": []},
+        {"choices": "yes"},
+        {"choices": [None]},
+        {"choices": [{"index": 0}]},
+        {"choices": [{"message": "hi"}]},
+        {"choices": [{"message": {"content": ["a", "b"]}}]},
+        {"choices": [{"message": {"content": 7}}]},
+        [1, 2],
+        None,
+    ],
+)
 def test_openai_result_malformed(body):
-    parsed = body if isinstance(body, str) else openai.types.chat.ChatCompletion.construct(**body)
+    """An untrusted body that is not a completion is MalformedResponse (retried), never another
+    error."""
     with pytest.raises(MalformedResponse):
-        openai_result(parsed)
+        openai_result(body)
+
+
+@pytest.mark.parametrize("body", [b"<html>bad gateway</html>", b"\xff\xfe", b""])
+def test_a_body_that_is_not_json_is_malformed(body):
+    with pytest.raises(MalformedResponse, match="not JSON"):
+        completion_json(body)
+
+
+def test_odd_but_readable_completions_are_read():
+    """Extra fields, a missing usage, odd indices and odd usage types do not fail the answer."""
+    body = {
+        "choices": [
+            {"index": "1", "message": {"content": None, "reasoning": 5}, "finish_reason": None},
+            {"message": {"content": "b", "extra": {"x": 1}}},
+        ],
+        "usage": {"prompt_tokens": "many", "completion_tokens": 2},
+    }
+    texts, usage, thinking, reasons = openai_result(body)
+    assert texts == ("", "b") and thinking == ("", "") and reasons == ("", "")
+    assert usage == Usage()  # an unusable count: unknown, not a crash
 
 
 # -- Anthropic ------------------------------------------------------------------------------------

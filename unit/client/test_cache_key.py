@@ -153,3 +153,16 @@ def test_equal_images_in_separate_parts_give_one_key() -> None:
         REQUEST, parts=(Part.of_text("Organ: Liver"), Part(image=bytes(PNG), mime="image/png"))
     )
     assert cache_key(IDENTITY, again) == cache_key(IDENTITY, REQUEST)
+
+
+@pytest.mark.parametrize("with_hints", [False, True])
+def test_the_requests_canonical_text_is_made_once_and_is_its_canonical_json(with_hints) -> None:
+    """The key and the prompt hash read one text per request (Request.canonical_text)."""
+    request = dataclasses.replace(REQUEST)  # a fresh object: nothing memoised yet
+    text = request.canonical_text(with_hints)
+    assert text == json.dumps(
+        request.canonical(with_hints), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    assert request.canonical_text(with_hints) is text  # kept, not made again
+    assert request.digest(with_hints) == hashlib.sha256(text.encode()).hexdigest()
+    assert dataclasses.replace(request, seed=99).canonical_text(with_hints) != text
