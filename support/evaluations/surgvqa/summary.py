@@ -13,7 +13,8 @@ evals/surgvqa/README.md); the columns are those the run scored (--surgvqa-metric
     yes_no_accuracy   yes/no questions whose answer opens with the references' yes/no word
 
 BERTScore and NLI are scored here, on the controller, once a run (`score_outcomes`: the models
-load once); the others on the workers with each answer.
+load once; each score is kept in the cache folder, score_cache.py, and read back by a rerun); the
+others on the workers with each answer.
 
 Tool detection, per model, over the frames scored (errors left out, counted):
 
@@ -151,11 +152,15 @@ def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Out
     (support.evaluations.surgvqa.semantic: the models load once, a question is one batch), when
     the run scores them (`SurgvqaSettings.scoring`); the outcomes unchanged otherwise.
 
+    Each score is computed once: an answer with the same references is scored once a run, and
+    the scores are kept in the cache folder (score_cache.py; not under --no-cache), so a rerun
+    or --resume reads them and loads no model when every answer is there.
+
     An answer the models fail on scores 0.0 on the three, its outcome's `extra` naming the error
-    (`scoring_error`; report.md counts them), and the others are scored; when every answer
-    fails (the models cannot run at all), the first error propagates. A model or baseline that
-    cannot load (semantic.ScorerInputError, naming the option and the file) propagates at once:
-    it would fail every answer."""
+    (`scoring_error`; report.md counts them; never kept), and the others are scored; when every
+    answer fails (the models cannot run at all), the first error propagates. A model or baseline
+    that cannot load (semantic.ScorerInputError, naming the option and the file) propagates at
+    once: it would fail every answer. Scores computed before an error are kept."""
     settings = ctx.settings
     models = getattr(settings, "scoring", None)
     todo = [k for k, o in enumerate(outcomes) if not is_tools(o) and o.status != "error"]
@@ -165,26 +170,59 @@ def score_outcomes(outcomes: Sequence[Outcome], ctx: SummaryContext) -> list[Out
 
     from tqdm import tqdm
 
-    scorer = SemanticScorer(models, source=ctx.compat == "source")
+    from support.evaluations.surgvqa.score_cache import KeptScores
+
+    source = ctx.compat == "source"
+    scorer = SemanticScorer(models, source=source)
     out = list(outcomes)
+    answers = {k: (out[k].prediction or {}).get("answer", out[k].raw) for k in todo}
+    kept = KeptScores(ctx.run.output, models, source) if ctx.run.output.use_cache else None
+    keys = {k: kept.key(answers[k], out[k].params["answers"]) for k in todo} if kept else {}
+    wanted = {key: len(out[k].params["answers"]) for k, key in keys.items() if key is not None}
+    done = kept.read(wanted) if kept else {}  # key -> scores, and this run's as they come
     failed: list[Exception] = []
-    for k in tqdm(todo, desc="surgvqa: BERTScore and NLI", unit="answer", disable=None):
-        o = out[k]
-        answer = (o.prediction or {}).get("answer", o.raw)
-        if "scoring_error" in o.extra:  # an earlier run's (--resume): scored again now
-            o = replace(o, extra={k: v for k, v in o.extra.items() if k != "scoring_error"})
-        try:
-            got = scorer.score(answer, o.params["answers"])
-        except ScorerInputError:  # the models could not load: no answer can be scored
-            raise
-        except Exception as exc:  # one answer's failure costs only its own model scores
-            failed.append(exc)
-            got = zero_scores(len(o.params["answers"]))
-            o = replace(o, extra={**o.extra, "scoring_error": f"{type(exc).__name__}: {exc}"})
-        out[k] = replace(o, scores={**o.scores, **got})
+    try:
+        for k in tqdm(todo, desc="surgvqa: BERTScore and NLI", unit="answer", disable=None):
+            o = out[k]
+            if "scoring_error" in o.extra:  # an earlier run's (--resume): scored again now
+                o = replace(o, extra={k: v for k, v in o.extra.items() if k != "scoring_error"})
+            key = keys.get(k) or memo_key(answers[k], o.params["answers"])
+            got = done.get(key) if key is not None else None
+            if got is None:
+                try:
+                    got = scorer.score(answers[k], o.params["answers"])
+                except ScorerInputError:  # the models could not load: no answer can be scored
+                    raise
+                except Exception as exc:  # one answer's failure costs only its own model scores
+                    failed.append(exc)
+                    got = zero_scores(len(o.params["answers"]))
+                    error = f"{type(exc).__name__}: {exc}"
+                    o = replace(o, extra={**o.extra, "scoring_error": error})
+                else:
+                    if key is not None:
+                        done[key] = got
+                    if kept is not None and keys.get(k) is not None:
+                        kept.keep(keys[k], got)
+            out[k] = replace(o, scores={**o.scores, **copied(got)})
+    finally:
+        if kept is not None:
+            kept.close()
     if len(failed) == len(todo):
         raise failed[0]
     return out
+
+
+def memo_key(answer: object, references: Sequence[object]) -> str | None:
+    """This run's key of an answer with its references (the same pair is scored once a run);
+    None for what is not text (scored without a model)."""
+    if not isinstance(answer, str) or not all(isinstance(r, str) for r in references):
+        return None
+    return json.dumps([answer, list(references)])
+
+
+def copied(scores: dict[str, Any]) -> dict[str, Any]:
+    """`scores` with its lists copied (outcomes sharing a computed score share no list)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in scores.items()}
 
 
 # ---- tools ----------------------------------------------------------------------------------

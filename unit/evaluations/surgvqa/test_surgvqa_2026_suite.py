@@ -17,6 +17,7 @@ import pytest
 
 from support.doubles.tiny_scorers import install_official_ids
 from support.evaluations.surgvqa.leaderboard import OFFICIAL_KEYS, VQA_SCORES
+from support.evaluations.surgvqa.score_cache import STORE
 from support.evaluations.surgvqa.semantic import SEMANTIC_METRICS
 from support.storage.files import file_name
 
@@ -115,6 +116,13 @@ def test_the_2026_profile_reports_seven_metrics_everywhere(run, hf_home: Path) -
     comparisons = pd.read_csv(out / "comparisons.csv")
     assert {"bertscore_f1", "nli_entailment", "nli_bertscore_f1", "bleu"} <= set(comparisons.metric)
     assert len(comparisons[comparisons.metric == "bertscore_f1"]) >= 1
+
+    # --resume: every model score read from the cache folder, byte for byte
+    assert (out.parents[2] / "cache" / STORE).is_file()
+    cold = {(r["model"], r["case_id"]): json.dumps(r["scores"]) for r in raw}
+    result, out = run(hf_home, "--surgvqa-metrics", "2026", "--resume", "r1")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert {(r["model"], r["case_id"]): json.dumps(r["scores"]) for r in raw_vqa(out)} == cold
 
 
 @pytest.mark.slow

@@ -406,7 +406,8 @@ def test_a_model_failing_only_at_loading_is_an_input_error_naming_it(
     ctx = SummaryContext.of(
         settings=settings_of(
             bertscore_model=str(bert), nli_model=str(nli), bertscore_baseline="roberta-large"
-        )
+        ),
+        output=OutputSettings(cache_dir=tmp_path / "cache"),
     )
     refs = ["Yes", "Yes, it was."]
     outcome = Outcome(

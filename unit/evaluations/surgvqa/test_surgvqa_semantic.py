@@ -31,7 +31,7 @@ from support.evaluations.surgvqa.semantic import (
 from support.evaluations.surgvqa.spec import SurgvqaSettings, configure, notes
 from support.evaluations.surgvqa.summary import score_outcomes, scoring_notes
 from support.evaluations.surgvqa.task import SurgvqaEvaluation
-from support.settings import RunSettings
+from support.settings import OutputSettings, RunSettings
 from support.types import Case, Outcome
 
 REFS = [
@@ -369,9 +369,10 @@ def answered(k: int, answer: str) -> Outcome:
 
 
 def test_an_answer_the_models_fail_on_costs_only_its_own_scores(
-    monkeypatch: pytest.MonkeyPatch, official_hub: Path
+    monkeypatch: pytest.MonkeyPatch, official_hub: Path, tmp_path: Path
 ) -> None:
-    ctx = SummaryContext.of(settings=settings(metrics="2026"))
+    output = OutputSettings(cache_dir=tmp_path / "cache")  # kept scores: this test's own
+    ctx = SummaryContext.of(settings=settings(metrics="2026"), output=output)
     real = SemanticScorer.score
 
     def failing_on_one(self: SemanticScorer, candidate: object, references: Any) -> dict:
