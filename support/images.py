@@ -127,6 +127,23 @@ def image_size(source: Source, label: str | None = None) -> tuple[int, int]:
         return im.size
 
 
+def checked_size(source: Source, label: str | None = None) -> tuple[int, int]:
+    """(width, height) of an image checked whole without decoding a pixel: the header through
+    the door's checks, then Pillow's `verify` (for a PNG every chunk is read and its CRC checked,
+    so a truncated or altered file fails). ImageDecodeError as decode_image's."""
+    where = _label(source, label)
+    with _open(source, where) as im:
+        found, size = im.format, im.size
+        try:
+            im.verify()
+        except Exception as exc:  # a plugin's verify may raise anything (OSError, SyntaxError)
+            problem = f"{type(exc).__name__}: {exc}"
+            raise ImageDecodeError(
+                f"{where}: not a readable image (format found: {found}; {problem}; {_allowed()})"
+            ) from None
+    return size
+
+
 def decode_image(source: Source, label: str | None = None, mode: Mode = "RGB") -> Image.Image:
     """Bytes or a file decoded through the door (see the module): an 8-bit RGB image by default;
     `mode="stored"` keeps the stored mode (masks: their values are labels, not intensities).

@@ -37,7 +37,7 @@ from support.evaluations.pointing.classes import (
     presence_vector,
     watershed_mask_to_labels,
 )
-from support.images import ImageDecodeError, decode_image, image_size, to_rgb
+from support.images import ImageDecodeError, checked_size, decode_image, image_size, to_rgb
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +232,14 @@ class RawTree:
         except ImageDecodeError as e:
             raise CholecSeg8kImageError(str(e)) from None
 
+    def checked_size(self, column: str, i: int) -> tuple[int, int]:
+        """(W, H) of row i's `column`, its file checked whole without decoding its pixels."""
+        path = self.path(column, i)
+        try:
+            return checked_size(path)
+        except ImageDecodeError as e:
+            raise CholecSeg8kImageError(str(e)) from None
+
     def where(self, column: str, i: int) -> str:
         return str(self.path(column, i))
 
@@ -290,6 +298,12 @@ class _DatasetRows:
     def size(self, column: str, i: int) -> tuple[int, int]:
         try:  # the header only
             return image_size(self._encoded(column, i), self.where(column, i))
+        except ImageDecodeError as e:
+            raise CholecSeg8kImageError(str(e)) from None
+
+    def checked_size(self, column: str, i: int) -> tuple[int, int]:
+        try:  # the whole file checked, no pixel decoded
+            return checked_size(self._encoded(column, i), self.where(column, i))
         except ImageDecodeError as e:
             raise CholecSeg8kImageError(str(e)) from None
 
@@ -414,12 +428,26 @@ class CholecSeg8k:
 
     def image(self, i: int) -> Image.Image:
         """Row i's frame as an RGB PIL image (854x480 for the real data). Its watershed mask, where
-        the data has one, is decoded and checked with it (watershed_labels: a readable image of
-        the frame's size, R = G = B): a broken one is a CholecSeg8kFileError naming it."""
+        the data has one, is checked with it without decoding its pixels (`check_mask`): an
+        unreadable one or one of another size is a CholecSeg8kFileError naming it. Its values
+        (R = G = B) are checked where they are read, by watershed_labels."""
         img = self._rows.read("image", self._check_row(i))
         if self._has("watershed_mask"):
-            self.watershed_labels(i)
+            self.check_mask("watershed_mask", i)
         return to_rgb(img)  # 16-bit grey scaled, transparency on white, ...
+
+    def check_mask(self, column: str, i: int) -> None:
+        """CholecSeg8kFileError naming row i's `column` mask unless its file reads whole (for a PNG
+        every chunk and its checksum: Pillow's verify, no pixel decoded) and its header gives the
+        frame's size."""
+        i = self._check_row(i)
+        size = self._rows.checked_size(column, i)
+        frame = self._rows.size("image", i)
+        if size != frame:
+            raise CholecSeg8kFileError(
+                f"{self._rows.where(column, i)}: mask is {size[0]}x{size[1]} px, "
+                f"its frame {frame[0]}x{frame[1]} px"
+            )
 
     def _has(self, column: str) -> bool:
         """Whether the data has `column` (a raw tree has all four)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -246,6 +247,31 @@ def test_mask_of_the_wrong_size_names_the_file(copy_tree: Path) -> None:
     ):
         ds.watershed_labels(i)
     ds.labels(i)  # its colour mask is fine
+
+
+def test_a_frame_read_decodes_no_watershed_mask_but_names_a_broken_one(copy_tree: Path) -> None:
+    ds = CholecSeg8k.open(copy_tree)
+    decoded: list[str] = []
+    read = ds._rows.read
+    ds._rows.read = lambda column, i: decoded.append(column) or read(column, i)  # type: ignore
+    assert ds.image(3).size == (W, H) and decoded == ["image"]  # the watershed mask only checked
+
+    i = ds.frame_paths().index("video01/video01_00240/frame_240_endo.png")
+    path = copy_tree / "video01" / "video01_00240" / "frame_240_endo_watershed_mask.png"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a byte altered inside its pixel data: the chunk's CRC fails
+    path.write_bytes(bytes(data))
+    ds = CholecSeg8k.open(copy_tree)
+    with pytest.raises(CholecSeg8kFileError, match=re.escape(f"{path}: not a readable image")):
+        ds.image(i)
+    ds.image(i - 1)  # its neighbours are untouched
+    # its values (R = G = B) are checked where they are read: by watershed_labels, not image
+    colour = np.array([CLASS_TO_COLOR[c] for c in range(13)], np.uint8)[label_image((1, 2))]
+    path.write_bytes(png(colour))
+    ds = CholecSeg8k.open(copy_tree)
+    assert ds.image(i).size == (W, H)
+    with pytest.raises(CholecSeg8kFileError, match=re.escape(f"{path}: ")):
+        ds.watershed_labels(i)
 
 
 def test_other_refusals(tree: Path, tmp_path: Path) -> None:
