@@ -255,6 +255,14 @@ class Evaluation:
         wait only for quick cases. Override it where listing every case is costly (pgt)."""
         return [c for c in self.cases() if self.is_quick(c)]
 
+    def prepare(self, cases: Sequence[Case], progress: bool) -> None:
+        """Make before the run what the selected `cases` need that no model changes (e.g. the
+        images they send) and keep it where they will read it (the run's cache folder). Called
+        once per run, on the controller (the one process without xdist), after loading and the
+        `-m` selection, before the workers start; the workers never call it, so a case must
+        still make what it finds missing (a `-k` beyond these cases, `--no-cache`). `progress`:
+        whether a bar may show (tqdm on stderr). Nothing by default."""
+
     def locality(self, case: Case) -> str:
         """Cases with the same locality share expensive inputs (e.g. one decoded image) and go
         to the same xdist worker; a case and the case it waits for (`after`) must share it."""
