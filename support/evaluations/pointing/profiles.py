@@ -47,6 +47,12 @@ class ExampleSource(Protocol):
 
     def source_examples(self, plan: dict[str, list[int]], organ: int) -> list[Example]: ...
 
+    def writeup_example_rows(
+        self, plan: dict[str, list[int]], organ: int, condition: str
+    ) -> list[int]: ...
+
+    def source_example_rows(self, plan: dict[str, list[int]], organ: int) -> list[int]: ...
+
 
 @dataclass(frozen=True)
 class PointingProfile:
@@ -63,6 +69,8 @@ class PointingProfile:
     letterbox: bool
     # (evaluation, the condition's plan for the organ, organ id, condition) -> few-shot examples
     examples: Callable[[ExampleSource, dict[str, list[int]], int, str], list[Example]]
+    # the same, the examples' rows only (what the evaluation prepares before the run)
+    example_rows: Callable[[ExampleSource, dict[str, list[int]], int, str], list[int]]
     zero_shot: Callable[[str, Part], tuple[Part, ...]]  # (organ name, image) -> user turn
     few_shot: Callable[[str, Sequence[Example], Part], tuple[Part, ...]]  # with examples first
     temperature: Callable[[str], float]  # the model's provider -> temperature
@@ -92,6 +100,20 @@ def _examples(
     return ev.writeup_examples(plan, organ, condition)
 
 
+def _example_rows(
+    ev: ExampleSource, plan: dict[str, list[int]], organ: int, condition: str
+) -> list[int]:
+    """PointingEvaluation.writeup_example_rows."""
+    return ev.writeup_example_rows(plan, organ, condition)
+
+
+def _source_example_rows(
+    ev: ExampleSource, plan: dict[str, list[int]], organ: int, condition: str
+) -> list[int]:
+    """PointingEvaluation.source_example_rows."""
+    return ev.source_example_rows(plan, organ)
+
+
 def _source_examples(
     ev: ExampleSource, plan: dict[str, list[int]], organ: int, condition: str
 ) -> list[Example]:
@@ -105,6 +127,7 @@ WRITEUP = PointingProfile(
     prepare=_prepare,
     letterbox=True,
     examples=_examples,  # positive, easy negative, [hard or near-miss negative], true points
+    example_rows=_example_rows,
     zero_shot=zero_shot_parts,
     few_shot=few_shot_parts,
     temperature=temperature,  # 0
@@ -122,6 +145,7 @@ SOURCE = PointingProfile(
     # every positive showing the organ with the canvas-centre placeholder point, every easy and
     # hard negative, no near miss (eval/evaluator.py prepare_few_shot_examples, :238)
     examples=_source_examples,
+    example_rows=_source_example_rows,
     zero_shot=source_zero_shot_parts,  # its one-line user prompt
     few_shot=source_few_shot_parts,  # its few-shot text
     temperature=source_temperature,  # per provider: openai 1.0, anthropic/google 0.1, else 0

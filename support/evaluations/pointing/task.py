@@ -3,7 +3,9 @@
 Cases are sample x organ (12) x condition (zero_shot, fewshot_standard, fewshot_hard_negatives);
 the model is added by the pytest parametrization. Data flow of one case: the sample's frame is
 letterboxed onto the canvas, few-shot examples (from the prepared plans) are interleaved before it,
-the answer is parsed, and the point is mapped back to image pixels and looked up in the organ mask.
+the answer is parsed, and the point is looked up in the canvas's label map (each canvas pixel holds
+the label of the image pixel its centre maps to). What no model changes (each row's canvas PNG,
+canvas label map and target points) is made before the run and stored (`prepare`).
 `--pointing-point-frame model` reads the point in the model's own frame where it has one
 (Qwen2.5-VL: pixels of the canvas as its processor resizes it; Qwen2-VL, Qwen3-VL: 0-1000;
 parser.PointFrame) and maps it onto the canvas first; by default it is read in canvas pixels, as
@@ -20,7 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -28,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from scipy import ndimage
+from tqdm import tqdm
 
 from support.backends.base import BackendError
 from support.backends.registry import ModelSpec
@@ -77,6 +84,12 @@ CANVAS_RECIPE = "letterbox-bicubic-black-png1"
 # to, letterbox.canvas_values; the organ's most interior pixel, letterbox.interior_point): a
 # change here must change the name of the stored targets' folder (targets_folder)
 TARGET_RULE = "centre-labels-interior-edt-v1"
+# how a canvas label map is made and kept (each canvas pixel takes the label its centre maps to,
+# letterbox.canvas_values, IGNORE in the padding; a PNG of mode L, IGNORE as 255, zlib level 1):
+# a change here, or in the colour table (classes.color_mask_to_labels), must change the name of
+# the stored label maps' folder (labels_folder)
+LABEL_RULE = "centre-labels-pngL1-v1"
+LABEL_PNG_IGNORE = 255  # IGNORE (-1) as the stored PNG's grey value
 
 CANVAS = (768, 768)  # (width, height) canvas px
 OUTLINE_GROW_PX = 2  # its organ outline: 1 canvas px grown by this on each side (~4 px shown)
@@ -119,11 +132,63 @@ def canvas_folder(cache_dir: Path, fingerprint: str) -> Path:
 
 
 def targets_folder(cache_dir: Path, fingerprint: str) -> Path:
-    """Where the writeup's target points of a dataset are kept across runs (`<row>-<organ>.json`,
-    `[x, y]` canvas px or null): beside its canvases, the folder's name holding the target rule."""
+    """Where the writeup's target points of a dataset are kept across runs, one file a row
+    (`<row>.json`: `{"<organ id>": [x, y] canvas px or null}`, the 12 organs): beside its
+    canvases, the folder's name holding the layout and the target rule."""
     return canvas_folder(cache_dir, fingerprint).with_name(
-        f"{CANVAS[0]}x{CANVAS[1]}-targets-{TARGET_RULE}"
+        f"{CANVAS[0]}x{CANVAS[1]}-row-targets-{TARGET_RULE}"
     )
+
+
+def labels_folder(cache_dir: Path, fingerprint: str) -> Path:
+    """Where the writeup's canvas label maps of a dataset are kept across runs (`<row>.png`, mode
+    L: class ids, LABEL_PNG_IGNORE for IGNORE): beside its canvases, the folder's name holding
+    the label rule."""
+    return canvas_folder(cache_dir, fingerprint).with_name(
+        f"{CANVAS[0]}x{CANVAS[1]}-labels-{LABEL_RULE}"
+    )
+
+
+def label_png(labels: np.ndarray) -> bytes:
+    """A canvas label map (int8 class ids, IGNORE) as the PNG its folder keeps."""
+    grey = np.where(labels == IGNORE, LABEL_PNG_IGNORE, labels).astype(np.uint8)
+    return encode_image(Image.fromarray(grey, "L"), "PNG", compress_level=1)
+
+
+def read_label_png(data: bytes, where: str, size: tuple[int, int]) -> np.ndarray:
+    """The int8 label map of a stored PNG (label_png); ValueError naming `where` unless it is a
+    mode L image of `size` (W, H)."""
+    image = decode_image(data, where, mode="stored")
+    if image.mode != "L" or image.size != size:
+        raise ValueError(
+            f"{where}: a {image.mode} image of {image.width}x{image.height} px, not the label map "
+            f"of a {size[0]}x{size[1]} canvas; delete it to have it made again"
+        )
+    grey = np.asarray(image)
+    return np.where(grey == LABEL_PNG_IGNORE, IGNORE, grey).astype(np.int8)
+
+
+def row_targets_json(labels: np.ndarray) -> bytes:
+    """The target point of each of the 12 organs on a canvas label map (letterbox.interior_point
+    of its canvas mask; null where absent) as the row's stored file."""
+    points = {str(organ): interior_point(labels == organ) for organ in ORGAN_IDS}
+    return json.dumps(points).encode()
+
+
+def read_row_targets(data: bytes, where: str) -> dict[int, tuple[int, int] | None]:
+    """Organ id -> target point of a row's stored file (row_targets_json); ValueError naming
+    `where` unless it holds a point or null for each of the 12 organs."""
+    try:
+        found = json.loads(data)
+        return {
+            organ: (int(p[0]), int(p[1])) if p is not None else None
+            for organ, p in ((o, found[str(o)]) for o in ORGAN_IDS)
+        }
+    except (ValueError, TypeError, KeyError, IndexError) as e:
+        raise ValueError(
+            f"{where}: not the target points of a row ({type(e).__name__}: {e}); delete it to "
+            "have it made again"
+        ) from None
 
 
 def prepared_dir(cache_dir: Path, key: str) -> Path:
@@ -209,6 +274,8 @@ class PointingEvaluation(Evaluation):
         self._labels: OnceCache[int, np.ndarray] = OnceCache(256)
         self._canvas_labels: OnceCache[int, np.ndarray] = OnceCache(256)
         self._targets: OnceCache[tuple[int, int], tuple[int, int] | None] = OnceCache(8192)
+        # row -> organ id -> its target point, read from the row's stored file
+        self._row_targets: OnceCache[int, dict[int, tuple[int, int] | None]] = OnceCache(1024)
         self._truth: OnceCache[int, np.ndarray] = OnceCache(1 << 16)
         # row -> the canvas scaled to the HTML picture's width (RGB, uint8) and the scale factor:
         # a frame serves every organ and condition of its row (12 x 3 pictures at most)
@@ -216,6 +283,7 @@ class PointingEvaluation(Evaluation):
         self._all_presence: np.ndarray | None = None  # writeup near misses for foreign plans
         self._canvases: FileMemo | None = None  # the encoded canvases kept across runs (load)
         self._stored_targets: FileMemo | None = None  # the target points kept across runs (load)
+        self._stored_labels: FileMemo | None = None  # the canvas label maps kept across runs
         self._presence_lock = threading.Lock()
         # model -> the frame its points are read in (--pointing-point-frame model)
         self._point_frames: OnceCache[ModelSpec, PointFrame | None] = OnceCache(16)
@@ -248,6 +316,7 @@ class PointingEvaluation(Evaluation):
             ev._canvases = FileMemo(canvas_folder(run.output.cache_dir, ds.fingerprint))
             if settings.profile.letterbox:  # the letterbox canvas's targets (not the frame's)
                 ev._stored_targets = FileMemo(targets_folder(run.output.cache_dir, ds.fingerprint))
+                ev._stored_labels = FileMemo(labels_folder(run.output.cache_dir, ds.fingerprint))
         if not settings.profile.letterbox:  # the original's canvas: the size of the first frame
             ev.canvas = ds.image(0).size
         return ev
@@ -304,14 +373,18 @@ class PointingEvaluation(Evaluation):
 
     def labels(self, row: int) -> np.ndarray:
         """The row's (H, W) int8 label map (frame pixels), decoded once, when a score or a target
-        needs it: a rerun that finds its canvases and targets stored decodes none."""
+        of the source profile needs it (the letterbox canvas's are read from canvas_labels)."""
         return self._labels.get(row, self.ds.labels)
+
+    def _box(self, row: int) -> Letterbox:
+        """The row's frame letterboxed onto the canvas (its size read from the frame's header)."""
+        return Letterbox(*self.ds.frame_size(row), *CANVAS)
 
     def _load_frame(self, row: int) -> tuple[Part, Letterbox | None]:
         # lossless PNG at zlib level 1: 4x faster to encode than level 6 for ~17% more bytes
         if not self.settings.profile.letterbox:  # the native frame, as the original sends it
             return Part.of_image(self.ds.image(row), compress_level=1), None
-        box = Letterbox(*self.ds.frame_size(row), *CANVAS)
+        box = self._box(row)
         if self._canvases is None:
             return Part.of_image(self._canvas_png(row)), box
         # kept across runs: a rerun (a cached one, or another model on the same data) reads the
@@ -326,32 +399,43 @@ class PointingEvaluation(Evaluation):
         _, box = self.frame(row)
         if box is None:
             return source_canvas_mask(self.labels(row) == organ, self.canvas)
-        return self._canvas_labels.get(row, self._label_canvas) == organ
+        return self.canvas_labels(row) == organ
+
+    def canvas_labels(self, row: int) -> np.ndarray:
+        """(canvas_h, canvas_w) int8 class ids as the canvas shows them (letterbox.canvas_values:
+        each canvas pixel takes the label its centre maps to, every organ's canvas mask at once;
+        the padding is IGNORE, never an organ). Once per row: read from its stored file where the
+        store is kept (made before the run by `prepare`, else made and stored), else made from
+        the frame's labels."""
+        return self._canvas_labels.get(row, self._load_canvas_labels)
+
+    def _load_canvas_labels(self, row: int) -> np.ndarray:
+        if self._stored_labels is None:
+            return self._label_canvas(row)
+        name = f"{row}.png"
+        data = self._stored_labels.get(name, lambda: label_png(self._label_canvas(row)))
+        return read_label_png(data, str(self._stored_labels.folder / name), CANVAS)
 
     def _label_canvas(self, row: int) -> np.ndarray:
-        # (canvas_h, canvas_w) int8 class ids as the canvas shows them (letterbox.canvas_values:
-        # every organ's canvas mask at once); the padding is IGNORE, never an organ
-        _, box = self.frame(row)
-        assert box is not None
-        return canvas_values(self.labels(row), box, IGNORE)
+        return canvas_values(self.ds.labels(row), self._box(row), IGNORE)
 
     def target_point(self, row: int, organ: int) -> tuple[int, int] | None:
         """A canvas pixel (x, y) whose centre maps into the organ: the organ's most interior pixel
         on the canvas grid. None when the organ is absent or too thin to hit on the canvas."""
+        if self._stored_targets is not None:  # kept across runs: one file a row, its 12 organs
+            return self._row_targets.get(row, self._load_row_targets)[organ]
         return self._targets.get((row, organ), self._find_target)
 
     def _find_target(self, key: tuple[int, int]) -> tuple[int, int] | None:
-        if self._stored_targets is None:
-            return interior_point(self.organ_mask(*key))
-        # kept across runs, like the canvases: a rerun neither decodes the labels nor runs the
-        # distance transform (~5 ms an organ) for a target it found before
-        row, organ = key
-        stored = self._stored_targets.get(
-            f"{row}-{organ}.json",
-            lambda: json.dumps(interior_point(self.organ_mask(row, organ))).encode(),
-        )
-        point = json.loads(stored)
-        return (int(point[0]), int(point[1])) if point else None
+        return interior_point(self.organ_mask(*key))
+
+    def _load_row_targets(self, row: int) -> dict[int, tuple[int, int] | None]:
+        # a run after `prepare` (or a rerun) neither decodes the labels nor runs the distance
+        # transform (~5 ms an organ): it reads the row's file
+        assert self._stored_targets is not None
+        name = f"{row}.json"
+        data = self._stored_targets.get(name, lambda: row_targets_json(self.canvas_labels(row)))
+        return read_row_targets(data, str(self._stored_targets.folder / name))
 
     def answer(self, row: int, organ: int) -> str:
         """The ground-truth answer in the requested JSON format (few-shot examples, oracle)."""
@@ -374,11 +458,17 @@ class PointingEvaluation(Evaluation):
     ) -> list[Example]:
         """The write-up's: the first positive and easy negative with their true answers, and the
         first hard negative (or, with hard negatives asked for and none planned, a near miss)."""
+        rows = self.writeup_example_rows(plan, organ, condition)
+        return [Example(self.frame(r)[0], self.answer(r, organ)) for r in rows]
+
+    def writeup_example_rows(
+        self, plan: dict[str, list[int]], organ: int, condition: str
+    ) -> list[int]:
+        """The rows of writeup_examples, in their order."""
         hard = plan["negatives_hard"][:1]
         if not hard and plan["near_miss"] and condition == "fewshot_hard_negatives":
             hard = self._near_miss_negative(plan, organ)
-        rows = [*plan["positives"][:1], *plan["negatives_easy"][:1], *hard]
-        return [Example(self.frame(r)[0], self.answer(r, organ)) for r in rows]
+        return [*plan["positives"][:1], *plan["negatives_easy"][:1], *hard]
 
     def source_examples(self, plan: dict[str, list[int]], organ: int) -> list[Example]:
         """The original's (eval/evaluator.py prepare_few_shot_examples): every positive that shows
@@ -395,6 +485,12 @@ class PointingEvaluation(Evaluation):
             out.append(Example(self.frame(r)[0], source_answer(name, 0, None)))
         return out
 
+    def source_example_rows(self, plan: dict[str, list[int]], organ: int) -> list[int]:
+        """The rows of source_examples, in their order."""
+        j = ORGAN_IDS.index(organ)
+        positives = [r for r in plan["positives"] if self.truth(r)[j]]
+        return [*positives, *plan["negatives_easy"], *plan["negatives_hard"]]
+
     def _near_miss_negative(self, plan: dict[str, list[int]], organ: int) -> list[int]:
         """Writeup with a plan whose hard examples are the original's `near_miss` frames (which
         show the organ): a near-miss negative by `selection.near_miss_negative`, like the first
@@ -410,6 +506,86 @@ class PointingEvaluation(Evaluation):
         used = [*self.prepared.test_indices, *plan["positives"], *plan["negatives_easy"]]
         row = near_miss_negative(Y, organ, plan["positives"][0], used)
         return [] if row is None else [row]
+
+    # ---- prepared before the run (Evaluation.prepare, on the controller) ---------------------
+    def example_rows(self, condition: str, organ: int) -> list[int]:
+        """The rows of the few-shot examples `examples(condition, organ)` shows, in order."""
+        if condition == "zero_shot":
+            return []
+        plan = self.prepared.plans[PLAN_OF[condition]][str(organ)]
+        return self.settings.profile.example_rows(self, plan, organ, condition)
+
+    def rows_used(self, cases: Sequence[Case]) -> list[int]:
+        """The rows whose images and labels `cases` use: each case's test row and the rows of its
+        few-shot examples, each once, in order of first use."""
+        rows: dict[int, None] = {}
+        examples: dict[tuple[str, int], list[int]] = {}  # 36 (condition, organ) pairs at most
+        for case in cases:
+            condition, organ = case.params["condition"], case.params["organ"]
+            if (condition, organ) not in examples:
+                examples[condition, organ] = self.example_rows(condition, organ)
+            rows[case.params["row"]] = None
+            rows.update(dict.fromkeys(examples[condition, organ]))
+        return list(rows)
+
+    def prepare(self, cases: Sequence[Case], progress: bool) -> None:
+        """Before the run, on the controller (Evaluation.prepare): every row the selected cases
+        use (rows_used) gets its canvas PNG, canvas label map and target points made and stored
+        (canvas_folder, labels_folder, targets_folder), so the cases only read them and decode
+        no frame or mask. Rows found stored are skipped; a pool of os.cpu_count() threads makes
+        the others (Pillow, numpy and scipy release the GIL), under a bar counting rows when
+        `progress`. Nothing is prepared without the stores (--no-cache; the source profile,
+        whose canvas is the frame itself). A row that cannot be made (a broken file) is left to
+        its cases, which make it again and fail naming the file."""
+        if self._canvases is None or self._stored_labels is None or self._stored_targets is None:
+            return
+        todo = [r for r in self.rows_used(cases) if not self._is_prepared(r)]
+        if not todo:
+            return
+        with (
+            tqdm(
+                total=len(todo), desc=f"{self.name}: preparing canvases", unit="row",
+                leave=False, file=sys.stderr, disable=not progress,
+            ) as bar,
+            ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="pointing-prep") as pool,
+        ):  # fmt: skip
+            for _ in pool.map(self._prepare_row, todo):
+                bar.update()
+
+    def _is_prepared(self, row: int) -> bool:
+        """Whether the row's canvas, label map and targets are all stored."""
+        return all(
+            (memo.folder / name).is_file()
+            for memo, name in (
+                (self._canvases, f"{row}.png"),
+                (self._stored_labels, f"{row}.png"),
+                (self._stored_targets, f"{row}.json"),
+            )
+            if memo is not None
+        )
+
+    def _prepare_row(self, row: int) -> None:
+        """The row's canvas, label map and targets made and stored where missing (prepare): its
+        frame and colour mask decoded once each, nothing kept in memory."""
+        canvases, labels, targets = self._canvases, self._stored_labels, self._stored_targets
+        assert canvases is not None and labels is not None and targets is not None
+        made: list[np.ndarray] = []  # the label map made here, if it was
+
+        def make_labels() -> bytes:
+            made.append(self._label_canvas(row))
+            return label_png(made[0])
+
+        def make_targets() -> bytes:
+            found = made[0] if made else read_label_png(data, str(labels.folder / name), CANVAS)
+            return row_targets_json(found)
+
+        try:
+            canvases.get(f"{row}.png", lambda: self._canvas_png(row))
+            name = f"{row}.png"
+            data = labels.get(name, make_labels)
+            targets.get(f"{row}.json", make_targets)
+        except (ValueError, OSError):  # a broken file: the row's cases meet it and name it
+            return
 
     def request(self, case: Case, model: ModelSpec | None = None) -> Request:
         row, organ, condition = case.params["row"], case.params["organ"], case.params["condition"]
@@ -515,8 +691,12 @@ class PointingEvaluation(Evaluation):
                 and 0 <= y < self.canvas[1]
                 and bool(self.organ_mask(row, organ)[y, x])
             )
-        pixel = box.to_image_pixel(point[0] + 0.5, point[1] + 0.5)  # the pixel's centre
-        return pixel is not None and bool(self.labels(row)[pixel[1], pixel[0]] == organ)
+        # the label of the image pixel the point's centre maps to (Letterbox.to_image_pixel), as
+        # the canvas label map holds it for each canvas pixel (IGNORE in the padding)
+        x, y = point
+        labels = self.canvas_labels(row)
+        height, width = labels.shape
+        return 0 <= x < width and 0 <= y < height and bool(labels[y, x] == organ)
 
     def _target_list(self, row: int, organ: int, present: int) -> list[int] | None:
         point = self.target_point(row, organ) if present else None
