@@ -3,21 +3,67 @@ the same time; `FileMemo` keeps derived bytes on disk across runs.
 
 functools.lru_cache lets concurrent callers compute the same key in parallel; when the engine
 starts dozens of cases that share one frame, that is dozens of decodes. Here late callers wait.
+
+`memoised_or_in_thread(fn, ...)` runs `fn` on the event loop when every OnceCache it reads holds
+its value already, else in a worker thread: an evaluation that builds a request from memoised
+frames (the same frame serves dozens of cases) pays no thread hand-off for it, and one that must
+decode or read a file still does that off the loop. Inside `memory_only()`, a OnceCache miss
+raises NotInMemory instead of computing; so does `require_memory()`, for work no OnceCache
+guards.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from support.storage.files import atomic_write
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+T = TypeVar("T")
+
+# True inside memory_only(): per task and thread (a context variable), so other cases' threads
+# and tasks compute as always
+_MEMORY_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("memory_only", default=False)
+
+
+class NotInMemory(Exception):
+    """Inside memory_only(): a value that would have to be computed (decoded, read, made)."""
+
+
+@contextlib.contextmanager
+def memory_only() -> Iterator[None]:
+    """While inside, OnceCache misses and require_memory() raise NotInMemory."""
+    token = _MEMORY_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _MEMORY_ONLY.reset(token)
+
+
+def require_memory() -> None:
+    """Raise NotInMemory inside memory_only(): called before slow work no OnceCache guards."""
+    if _MEMORY_ONLY.get():
+        raise NotInMemory
+
+
+async def memoised_or_in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on the running loop when it reads memoised values only (memory_only), else
+    in a thread (asyncio.to_thread). `fn` must have no side effects before what it reads from
+    its memos, as a call that meets a miss is made again in the thread."""
+    try:
+        with memory_only():
+            return fn(*args)
+    except NotInMemory:
+        pass
+    return await asyncio.to_thread(fn, *args)
 
 
 class OnceCache(Generic[K, V]):
@@ -34,6 +80,7 @@ class OnceCache(Generic[K, V]):
             if key in self._values:
                 self._values.move_to_end(key)
                 return self._values[key]
+            require_memory()  # inside memory_only(): a miss is NotInMemory, nothing computed
             key_lock = self._locks.setdefault(key, threading.Lock())
         with key_lock:
             with self._lock:

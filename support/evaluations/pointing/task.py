@@ -72,7 +72,7 @@ from support.evaluations.pointing.selection import near_miss_negative
 from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.synthetic import ensure_cholecseg8k
 from support.images import decode_image, encode_image
-from support.memo import FileMemo, OnceCache
+from support.memo import FileMemo, OnceCache, memoised_or_in_thread, require_memory
 from support.reporting.kit import PICTURE_PX, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict
@@ -325,6 +325,7 @@ class PointingEvaluation(Evaluation):
     def ds(self) -> CholecSeg8k:
         with self._ds_lock:
             if self._ds is None:
+                require_memory()  # opening the data reads files
                 self._ds = CholecSeg8k.open(self.source)
             return self._ds
 
@@ -501,6 +502,7 @@ class PointingEvaluation(Evaluation):
         if Y is None or len(Y) != len(self.ds):
             with self._presence_lock:  # the folder has no matrix: ours, once per process
                 if self._all_presence is None:
+                    require_memory()  # every row's masks: never on the event loop
                     self._all_presence = build_presence_matrix(self.ds, progress=False)
             Y = self._all_presence
         used = [*self.prepared.test_indices, *plan["positives"], *plan["negatives_easy"]]
@@ -606,8 +608,9 @@ class PointingEvaluation(Evaluation):
 
     # ---- evaluation --------------------------------------------------------------------------
     async def evaluate(self, case: Case, client: CaseClient) -> Verdict:
-        # image work off the loop thread
-        request = await asyncio.to_thread(self.request, case, client.model)
+        # on the loop when its frames and targets are in memory (each serves dozens of cases),
+        # else off it: a file read, or a frame made where nothing was prepared
+        request = await memoised_or_in_thread(self.request, case, client.model)
         rules = self.settings.profile
         try:
             response = await client.generate(request)
