@@ -8,7 +8,8 @@ three conditions (30 x 12 organs x 3 = 1,080 requests), `--concurrency 32`, thro
 (`openai-compatible:bench`) to the loopback server (`python -m support.doubles.loopback`) in its own
 process, at 0 ms and 100 ms server latency. Each run gets a fresh server and a fresh response cache
 (a new --cache-dir holding hard links to the prepared synthetic data; no responses and no stored
-canvases, so every frame is encoded again).
+canvases, label maps or targets, so the run prepares every row it uses before its first request:
+the preparation is counted in the run).
 
 Clients, each a whole subprocess timed from outside:
 - vlmbench: `pytest evals/pointing ... -p no:randomly -q` (no -n).
@@ -16,8 +17,9 @@ Clients, each a whole subprocess timed from outside:
   an untimed first run), 32 in flight. Its bodies are read into memory before its first request;
   that read (wall and CPU) is subtracted, so its whole wall is interpreter start-up, imports,
   requests and exit.
-- vlmbench+canvases: the same command with the canvases of an earlier run kept in the cache dir
-  (a second model, or a second run, on the same data): what encoding the frames costs a run.
+- vlmbench+canvases: the same command with the rows an earlier run prepared kept in the cache dir
+  (canvases, label maps, targets: a second model, or a second run, on the same data): a run with
+  prepared data, and so what preparing costs a run.
 - inspect_ai: benchmarks/inspect_client.py replaying the same recorded requests through
   inspect_ai's eval() (`max_connections` 32, its default logging), when an interpreter has
   inspect_ai: `BENCH_INSPECT_PYTHON` (e.g. a venv of its own: `pip install inspect_ai openai`),
