@@ -14,11 +14,12 @@ Called after collection (fixtures.permanent_heap) and after the report modules a
 (reports.plugin).
 
 `RUN_THRESHOLDS` are the collector's thresholds for a run: a young collection every 20,000 net
-allocations instead of CPython's 700. An API run allocates a few thousand objects a request
+allocations instead of CPython's 700. An API run allocates many short-lived objects a request
 (bodies, responses, pytest's reports), nearly all freed by reference counting; at 700 the
-collector ran ~750 young and ~70 middle collections in a 1,080-request run for ~0.17 s of CPU,
-at 20,000 about 20 and 1 (benchmarks/README.md). What waits longer for collection is cyclic
-garbage, at most 20,000 objects.
+collector ran ~830 young and ~75 middle collections in a 1,080-request run for ~0.25 s of CPU;
+with these thresholds from configure on, ~200 and 17 (most of them while the process starts)
+for ~0.09 s (benchmarks/README.md). What waits longer for collection is cyclic garbage, at
+most 20,000 objects.
 """
 
 from __future__ import annotations
