@@ -101,7 +101,7 @@ class Summary(Protocol):
     None: `KEY_METRICS`, the metrics of the terminal's brief table; for comparisons.csv a
     `COMPARISONS` spec or a `comparisons(outcomes, requested, n_resamples, seed)` function
     (support.statistics.pairing); `score_outcomes(outcomes, ctx)`, the outcomes with scores
-    added that need a model loaded once a run on the controller (surgvqa's BERTScore and NLI):
+    added that need a model loaded on the controller (surgvqa's BERTScore and NLI):
     the core calls it before writing raw_results.jsonl, so every file holds them."""
 
     KEY_METRICS: ClassVar[Sequence[str] | None] = None

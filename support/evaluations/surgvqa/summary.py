@@ -539,8 +539,9 @@ def scoring_notes(
         )
         notes = [
             f"BERTScore-F1: {models.bertscore_name}, layer {models.layers}, {rescale}. "
-            f"NLI: {models.nli_name}. Both as SurgVU 2026's official evaluator, scored once a "
-            "run on the controller."
+            f"NLI: {models.nli_name}. Both as SurgVU 2026's official evaluator, on the "
+            "controller: an answer with its references is scored once, and a rerun reads the "
+            "scores kept in the cache folder (none kept under --no-cache)."
         ]
         failed = [o for o in outcomes if "scoring_error" in o.extra]
         if failed:
