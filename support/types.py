@@ -15,9 +15,12 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from support.videos import Clip
 
 Status = Literal["correct", "wrong", "unparsable", "error"]
 STATUSES: tuple[Status, ...] = ("correct", "wrong", "unparsable", "error")
@@ -88,8 +91,8 @@ class Case:
         )
 
 
-Modality = Literal["text", "image", "points"]
-MODALITIES: tuple[Modality, ...] = ("text", "image", "points")
+Modality = Literal["text", "image", "points", "video"]
+MODALITIES: tuple[Modality, ...] = ("text", "image", "points", "video")
 # a point cloud's frame (AnyPoint's): x right, Y up, +z toward the viewer ("in front of"), metres
 POINTS_FRAME = "y-up"
 POINT_DTYPES = ("float32", "float64")
@@ -131,20 +134,26 @@ class Part:
     image: bytes | None = field(default=None, repr=False)
     mime: str = "image/png"
     points: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # a sampled clip (support.videos.read_clip): compared and keyed by its `canonical`
+    video: Clip | None = field(default=None, repr=False, compare=False)
     # sha256 of the image bytes, computed once: parts are shared by many requests (one frame,
     # dozens of questions) and every cache key and prompt hash needs it
     image_sha256: str = field(default="", init=False, repr=False, compare=False)
     points_sha256: str = field(default="", init=False, repr=False)
+    # the clip's identity (its canonical JSON: content and sampling): how two video parts compare
+    video_key: str = field(default="", init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if sum(x is not None for x in (self.text, self.image, self.points)) != 1:
-            raise ValueError("a Part holds exactly one of text, image or points")
+        if sum(x is not None for x in (self.text, self.image, self.points, self.video)) != 1:
+            raise ValueError("a Part holds exactly one of text, image, points or video")
         if self.image is not None:
             object.__setattr__(self, "image_sha256", sha256_hex(self.image))
         if self.points is not None:
             points = checked_points(self.points)
             object.__setattr__(self, "points", points)
             object.__setattr__(self, "points_sha256", points_sha256(points))
+        if self.video is not None:
+            object.__setattr__(self, "video_key", canonical_json(self.video.canonical()))
 
     @classmethod
     def of_text(cls, text: str) -> Part:
@@ -172,11 +181,19 @@ class Part:
         __post_init__); ValueError when its dtype, shape or values cannot be a cloud."""
         return cls(points=np.asarray(points))
 
+    @classmethod
+    def of_video(cls, clip: Clip) -> Part:
+        """A sampled clip (support.videos.read_clip: the one video door)."""
+        return cls(video=clip)
+
     @property
     def kind(self) -> Modality:
-        """ "text", "image" or "points": the modality a model must take to read this part."""
+        """ "text", "image", "points" or "video": the modality a model must take to read this
+        part."""
         if self.image is not None:
             return "image"
+        if self.video is not None:
+            return "video"
         return "points" if self.points is not None else "text"
 
     @property
@@ -204,6 +221,8 @@ class Part:
                 "dtype": self.points.dtype.name,
                 "frame": POINTS_FRAME,
             }
+        if self.video is not None:
+            return self.video.canonical()
         return {"text": self.text or ""}
 
 

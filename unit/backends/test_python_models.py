@@ -352,3 +352,40 @@ def test_model_args_are_checked_at_configure(values, models, message):
     with pytest.raises(pytest.UsageError, match=message):
         parse_model_args(values, models)
     assert parse_model_args(["a=1", "b=x=y"], ["python:m:F"]) == (("a", "1"), ("b", "x=y"))
+
+
+VIDEO_MODEL = """
+    class Watcher:
+        modalities = ("video",)
+
+        def generate(self, request):
+            (part,) = [p for p in request.parts if p.video is not None]
+            clip = part.video
+            return f"{len(clip.frames)} frames at {','.join(f'{t:g}' for t in clip.timestamps)}"
+"""
+
+
+def test_a_python_model_that_declares_video_is_sent_the_clip(user_module, tmp_path):
+    """The video part reaches a `python:` model that declares the modality, with its frames and
+    timestamps; a model that does not declare it refuses the request, naming what it reads."""
+    from support.evaluations.surgvqa.video import write_video
+    from support.videos import read_clip
+
+    path = tmp_path / "clip.mp4"
+    write_video(path, [np.full((32, 48, 3), 40 * k, np.uint8) for k in range(4)], fps=1)
+    request = Request(parts=(Part.of_text("What happens?"), Part.of_video(read_clip(path, fps=1))))
+    module = user_module(VIDEO_MODEL)
+    spec = model_spec(f"python:{module}:Watcher")
+    assert spec.modalities == {"text", "video"} and spec.traits["modalities"] == "text,video"
+    watcher = ModelClient(
+        create_backend(f"python:{module}:Watcher", opts_with({})), cache=None, concurrency=1
+    )
+    assert asyncio.run(watcher.generate(request)).text == "4 frames at 0,1,2,3"
+    weights = tmp_path / "model.pth"
+    weights.write_text("w1")
+    points = create_backend(
+        f"python:{user_module(POINT_MODEL)}:Reader", opts_with({"checkpoint": str(weights)})
+    )
+    reader = ModelClient(points, cache=None, concurrency=1)
+    with pytest.raises(BackendError, match="reads points, text; this request holds video"):
+        asyncio.run(reader.generate(request))
