@@ -37,17 +37,12 @@ SCHEMA_VERSION = 2
 def cache_key(identity: Mapping[str, Any], request: Request, with_hints: bool = False) -> str:
     """The content address of a request to one model (identity: provider, model, endpoint...):
     sha256 of `canonical_json({"v": SCHEMA_VERSION, "model": identity, "request":
-    request.canonical(with_hints)})`."""
-    return keyed(canonical_json(dict(identity)), request, with_hints)
-
-
-def keyed(identity_json: str, request: Request, with_hints: bool = False) -> str:
-    """`cache_key` from the identity's canonical JSON (made once per model): the same text,
-    spliced from the request's canonical JSON (made once per request, `Request.canonical_text`,
-    which the prompt hash reads too) instead of encoding the request again. Sorted keys:
-    "model" < "request" < "v"."""
+    request.canonical(with_hints)})`, spliced from the request's canonical JSON (made once per
+    request, `Request.canonical_text`, which the prompt hash reads too) rather than encoding the
+    request again. Sorted keys: "model" < "request" < "v"."""
+    model = canonical_json(dict(identity))
     text = request.canonical_text(with_hints)
-    return sha256_hex(f'{{"model":{identity_json},"request":{text},"v":{SCHEMA_VERSION}}}')
+    return sha256_hex(f'{{"model":{model},"request":{text},"v":{SCHEMA_VERSION}}}')
 
 
 RESPONSES_SCHEMA = (
