@@ -418,13 +418,17 @@ class CholecSeg8k:
             mask = mask.convert("RGBA")  # palette -> its colours (and transparency)
         elif mask.mode not in ("RGB", "RGBA", "L"):
             mask = mask.convert("RGB")
+        self._check_mask_size(column, i, mask.size)
+        return np.asarray(mask)
+
+    def _check_mask_size(self, column: str, i: int, size: tuple[int, int]) -> None:
+        """CholecSeg8kFileError naming row i's `column` mask unless `size` (W, H) is its frame's."""
         frame = self._rows.size("image", i)
-        if mask.size != frame:
+        if size != frame:
             raise CholecSeg8kFileError(
-                f"{self._rows.where(column, i)}: mask is {mask.size[0]}x{mask.size[1]} px, "
+                f"{self._rows.where(column, i)}: mask is {size[0]}x{size[1]} px, "
                 f"its frame {frame[0]}x{frame[1]} px"
             )
-        return np.asarray(mask)
 
     def image(self, i: int) -> Image.Image:
         """Row i's frame as an RGB PIL image (854x480 for the real data). Its watershed mask, where
@@ -441,13 +445,7 @@ class CholecSeg8k:
         every chunk and its checksum: Pillow's verify, no pixel decoded) and its header gives the
         frame's size."""
         i = self._check_row(i)
-        size = self._rows.checked_size(column, i)
-        frame = self._rows.size("image", i)
-        if size != frame:
-            raise CholecSeg8kFileError(
-                f"{self._rows.where(column, i)}: mask is {size[0]}x{size[1]} px, "
-                f"its frame {frame[0]}x{frame[1]} px"
-            )
+        self._check_mask_size(column, i, self._rows.checked_size(column, i))
 
     def _has(self, column: str) -> bool:
         """Whether the data has `column` (a raw tree has all four)."""
