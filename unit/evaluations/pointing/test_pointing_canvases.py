@@ -3,30 +3,17 @@ PointingEvaluation): a rerun reads what a first run made, the same a run without
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from support.evaluations.pointing.classes import ORGAN_IDS
-from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.task import (
     CANVAS_RECIPE,
     TARGET_RULE,
-    PointingEvaluation,
     canvas_folder,
     targets_folder,
 )
 from support.memo import FileMemo
-from support.settings import ModelSettings, OutputSettings, RunSettings
-
-
-def load(data: Path, cache: Path, use_cache: bool = True) -> PointingEvaluation:
-    run = RunSettings(
-        samples=2,
-        models=ModelSettings(names=("chance",)),
-        output=OutputSettings(cache_dir=cache, use_cache=use_cache),
-    )
-    return PointingEvaluation.load(run, PointingSettings(cholecseg8k=str(data)))
+from unit.helpers.pointing_loads import load
 
 
 @pytest.mark.slow

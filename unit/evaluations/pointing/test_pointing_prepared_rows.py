@@ -13,7 +13,6 @@ import pytest
 from support.evaluations.pointing.classes import IGNORE, ORGAN_IDS
 from support.evaluations.pointing.dataset import CholecSeg8kFileError
 from support.evaluations.pointing.letterbox import Letterbox, canvas_values
-from support.evaluations.pointing.spec import PointingSettings
 from support.evaluations.pointing.task import (
     CANVAS,
     LABEL_RULE,
@@ -26,8 +25,8 @@ from support.evaluations.pointing.task import (
     read_row_targets,
     targets_folder,
 )
-from support.settings import ModelSettings, OutputSettings, RunSettings
 from support.types import Case
+from unit.helpers.pointing_loads import load
 
 pytestmark = pytest.mark.slow  # the synthetic sample and its prepared tables (once a session)
 
@@ -41,15 +40,6 @@ def cache(tmp_path: Path, shared_cache: Path) -> Path:
     (shared_cache / "data_info").mkdir(parents=True, exist_ok=True)
     (cache / "data_info").symlink_to(shared_cache / "data_info", target_is_directory=True)
     return cache
-
-
-def load(data: Path, cache: Path, use_cache: bool = True) -> PointingEvaluation:
-    run = RunSettings(
-        samples=2,
-        models=ModelSettings(names=("chance",)),
-        output=OutputSettings(cache_dir=cache, use_cache=use_cache),
-    )
-    return PointingEvaluation.load(run, PointingSettings(cholecseg8k=str(data)))
 
 
 def selected(ev: PointingEvaluation) -> list[Case]:
