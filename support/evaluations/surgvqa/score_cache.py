@@ -314,7 +314,7 @@ class KeptScores:
             return None
         if not all(isinstance(r, str) for r in references):
             return None
-        return score_key(self.scorer, answer, [str(r) for r in references])
+        return score_key(self.scorer, answer, references)
 
     def read(self, wanted: dict[str, int]) -> dict[str, dict[str, Any]]:
         """The kept scores of `wanted` (key -> its references' count) found in the file."""
