@@ -285,6 +285,11 @@ class Request:
         return [p for p in self.parts if p.is_image]
 
     @property
+    def videos(self) -> list[Part]:
+        """The parts holding sampled clips, in order."""
+        return [p for p in self.parts if p.video is not None]
+
+    @property
     def clouds(self) -> list[Part]:
         """The parts holding point clouds, in order."""
         return [p for p in self.parts if p.points is not None]

@@ -76,6 +76,12 @@ class Clip:
     fps: float | None
     count: int | None
     source_fps: float
+    # each frame's index in the stream (0 = the first decoded frame), as `frames`
+    indices: tuple[int, ...] = ()
+    total_frames: int = (
+        0  # frames in the stream (decoded up to the last sampled one, else the header)
+    )
+    seconds: float = 0.0  # the clip's duration from its header (s)
 
     @functools.cached_property
     def sha256(self) -> str:
@@ -90,6 +96,25 @@ class Clip:
             "sampling": {"fps": self.fps, "count": self.count},
             "timestamps": [round(t, 6) for t in self.timestamps],
         }
+
+    def metadata(self) -> dict[str, Any]:
+        """The clip's video metadata as transformers' video processors and vLLM take it (the
+        fields of vLLM's `VideoLoader.create_hf_metadata`, vllm/multimodal/video.py, which a vLLM
+        server makes for a clip it decodes itself): the source's frame count, fps and duration,
+        the sampled frames' indices, and `do_sample_frames`, True only where every frame was
+        kept (the processor may then sample at its own rate, as it does for the server's clip)."""
+        return {
+            "total_num_frames": self.total_frames,
+            "fps": self.source_fps,
+            "duration": self.seconds,
+            "video_backend": "pyav",
+            "frames_indices": list(self.indices),
+            "do_sample_frames": len(self.indices) == self.total_frames,
+        }
+
+    def array(self) -> np.ndarray:
+        """The frames as one (T, H, W, 3) uint8 RGB array, in time order."""
+        return np.stack(self.frames)
 
 
 def _where(path: Path, label: str | None) -> str:
@@ -195,29 +220,30 @@ def read_clip(
         times = sample_times(info.seconds, fps, count)
     except ValueError as exc:
         raise VideoDecodeError(f"{where}: {exc}") from None
-    picked: list[tuple[float, np.ndarray]] = []
+    picked: list[tuple[float, int, np.ndarray]] = []
 
-    def pick(t: float, frame: Any) -> None:
-        if not picked or picked[-1][0] != t:  # a frame nearest two times is kept once
-            picked.append((t, frame.to_ndarray(format="rgb24")))
+    def pick(t: float, index: int, frame: Any) -> None:
+        if not picked or picked[-1][1] != index:  # a frame nearest two times is kept once
+            picked.append((t, index, frame.to_ndarray(format="rgb24")))
 
-    prev: tuple[float, Any] | None = None
-    want = 0
+    prev: tuple[float, int, Any] | None = None
+    want = decoded = 0
     try:
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
-            for frame in container.decode(stream):
+            for index, frame in enumerate(container.decode(stream)):
+                decoded = index + 1
                 t = float(frame.time) if frame.time is not None else 0.0
                 while want < len(times) and t + 1e-6 >= times[want]:
                     # the nearer of this frame and the one before it; a tie goes to the earlier
                     if prev is not None and times[want] - prev[0] <= t - times[want]:
                         pick(*prev)
                     else:
-                        pick(t, frame)
+                        pick(t, index, frame)
                     want += 1
                 if want == len(times):
                     break
-                prev = (t, frame)
+                prev = (t, index, frame)
     except (av.FFmpegError, OSError, ValueError) as exc:
         raise VideoDecodeError(f"{where}: the video does not decode ({exc})") from None
     if want < len(times):  # times past the last frame: the last frame
@@ -228,9 +254,12 @@ def read_clip(
     return Clip(
         data=data,
         mime=MIME_OF[info.container],
-        frames=tuple(f for _, f in picked),
-        timestamps=tuple(t for t, _ in picked),
+        frames=tuple(f for _, _, f in picked),
+        timestamps=tuple(t for t, _, _ in picked),
         fps=float(fps) if fps is not None else None,
         count=int(count) if count is not None else None,
         source_fps=info.fps,
+        indices=tuple(i for _, i, _ in picked),
+        total_frames=max(info.frames, decoded),
+        seconds=info.seconds,
     )

@@ -23,15 +23,19 @@ SYSTEM_JOINER = "\n\n"  # between a folded system text and the user turn's first
 
 
 def chat_messages(request: Request, family: Family | None = None) -> list[dict[str, Any]]:
-    """HF chat format: `[system?, user]`, content items `{"type": "text"|"image"}` in part
-    order; no assistant turn (the prefill is not a message: see `render_prompt`). The system
+    """HF chat format: `[system?, user]`, content items `{"type": "text"|"image"|"video"}` in
+    part order; no assistant turn (the prefill is not a message: see `render_prompt`). The system
     content is a list of one text part, the form every family's template reads (LLaVA-OneVision's
     reads only a list's parts: a plain string there renders as nothing, the text dropped).
 
     For a family whose template refuses a system message beside an image (Llama-3.2-Vision), a
     request with both sends the system text as the user turn's first text, then SYSTEM_JOINER."""
     content: list[dict[str, Any]] = [
-        {"type": "image"} if p.is_image else {"type": "text", "text": p.text or ""}
+        {"type": "image"}
+        if p.is_image
+        else {"type": "video"}
+        if p.video is not None
+        else {"type": "text", "text": p.text or ""}
         for p in request.parts
     ]
     messages: list[dict[str, Any]] = []
@@ -64,6 +68,14 @@ def render_prompt(processor: Any, request: Request, family: Family | None = None
     if request.prefill and span_open(prompt):
         prompt = prompt.rstrip("\n") + "\n\n" + THINK_CLOSE + "\n\n"
     return prompt + (request.prefill or "")
+
+
+def request_videos(request: Request) -> list[tuple[Any, dict[str, Any]]]:
+    """The request's clips as the engines take them, in part order: each clip's frames as one
+    (T, H, W, 3) uint8 RGB array and its metadata (support.videos.Clip.metadata: source fps,
+    frame indices, ...), from which a family's processor times its frames (Qwen2.5-VL's
+    `second_per_grid_ts`, Qwen3-VL's timestamps)."""
+    return [(p.video.array(), p.video.metadata()) for p in request.videos if p.video is not None]
 
 
 DECODED_IMAGES = 128  # decoded images kept (RGB; a 768x768 canvas is 1.7 MB: 220 MB at most)

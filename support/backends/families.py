@@ -64,6 +64,12 @@ BY_ARCHITECTURE = {f.architecture: f for f in FAMILIES}
 BY_NAME = {f.name: f for f in FAMILIES}
 
 
+def family_modalities(base: frozenset[str], family: Family | None) -> frozenset[str]:
+    """What a local model reads: its engine's `base` modalities, and "video" where its family's
+    processor takes a clip (`Family.video`)."""
+    return base | {"video"} if family is not None and family.video else base
+
+
 def family_of_config(config: dict) -> Family | None:
     """The family of a parsed config.json (its first architecture), or None when unknown."""
     archs = config.get("architectures") or []

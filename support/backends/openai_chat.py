@@ -29,6 +29,7 @@ both).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import os
@@ -72,6 +73,13 @@ def data_url(part: Part) -> str:
     return f"data:{part.mime};base64,{part.b64()}"
 
 
+def video_url(part: Part) -> str:
+    """`data:<mime>;base64,<file>`: a clip's file as an OpenAI-compatible server's `video_url`
+    takes it (vLLM's chat API decodes and samples it itself)."""
+    assert part.video is not None
+    return f"data:{part.video.mime};base64,{base64.b64encode(part.video.data).decode('ascii')}"
+
+
 def openai_messages(
     request: Request, image_url: Callable[[Part], str] = data_url
 ) -> list[dict[str, Any]]:
@@ -83,6 +91,8 @@ def openai_messages(
     for part in request.parts:
         if part.is_image:
             content.append({"type": "image_url", "image_url": {"url": image_url(part)}})
+        elif part.video is not None:  # a server's own video input (vLLM's `video_url`)
+            content.append({"type": "video_url", "video_url": {"url": video_url(part)}})
         else:
             content.append({"type": "text", "text": part.text or ""})
     messages.append({"role": "user", "content": content})
@@ -440,6 +450,8 @@ class OpenAICompatibleBackend(OpenAIChatBackend):
     """
 
     provider = "openai-compatible"
+    # a server's `video_url` (vLLM's chat API takes it; one that does not answers a 400)
+    modalities = frozenset({*OpenAIChatBackend.modalities, "video"})
     key_env = ("VLMBENCH_API_KEY",)
     key_optional = True
     prefill = NATIVE_PREFILL

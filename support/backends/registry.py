@@ -85,7 +85,7 @@ from support.backends.base import (
     provider_class,
     provider_names,
 )
-from support.backends.families import Family, family_of
+from support.backends.families import Family, family_modalities, family_of
 from support.backends.thinking import VARIANT_SEP, Thinking, split_variant, variant_name
 from support.settings import ModelSettings
 from support.types import MODALITIES
@@ -175,7 +175,10 @@ class ModelSpec:
         """What the model reads: "text", "image", "points" (support.types.Part.kind); an
         evaluation sends each model the parts it reads (dynamic: the rendered scene, the cloud,
         or both)."""
-        return self.backend_class.modalities_of(self.model_id)
+        found = self.backend_class.modalities_of(self.model_id)
+        if self.kind in ("local-gpu", "local-cpu"):  # a local family that takes video
+            return family_modalities(found, self.family)
+        return found
 
     @property
     def traits(self) -> dict[str, str]:

@@ -60,7 +60,7 @@ from support.backends.base import (
     BackendUnavailable,
     register_provider,
 )
-from support.backends.families import Family, family_of
+from support.backends.families import Family, family_modalities, family_of
 from support.backends.local_thinking import (
     LocalThinking,
     split_local,
@@ -73,6 +73,7 @@ from support.backends.thinking import (
 from support.types import Request, Response, Usage
 
 DEFAULT_MAX_IMAGES = 4  # images per prompt when no evaluation says (few-shot pointing: 3 + 1)
+VIDEOS_PER_PROMPT = 1  # clips per prompt of a family that takes video (surgvqa sends one)
 DEFAULT_MAX_NUM_SEQS = 256  # sequences the engine decodes at once (vLLM's own GPU default)
 # engine arguments that do not change answers: left out of the cache identity
 NOT_IN_IDENTITY = ("tensor_parallel_size", "limit_mm_per_prompt", "max_num_seqs")
@@ -152,13 +153,24 @@ def sampling_kwargs(request: Request, allowance: int = 0) -> dict[str, Any]:
 
 
 def vllm_input(processor: Any, request: Request, family: Family | None = None) -> dict[str, Any]:
-    """One prompt as vLLM takes it: the rendered text and its images as multi-modal data."""
-    from support.backends.chat_template import render_prompt, request_images
+    """One prompt as vLLM takes it: the rendered text, and its images and clips as multi-modal
+    data. A clip is its frames with their metadata, `(array, metadata)` (support.videos.Clip:
+    the source's fps, the sampled frames' indices), the form vLLM's parser keeps for the
+    processor (vllm/multimodal/parse.py, `_get_video_with_metadata`) and that a vLLM server
+    makes of a clip it decodes: Qwen2.5-VL's `second_per_grid_ts` and Qwen3-VL's timestamps
+    come from it."""
+    from support.backends.chat_template import render_prompt, request_images, request_videos
 
     images = request_images(request)
+    videos = request_videos(request)
     item: dict[str, Any] = {"prompt": render_prompt(processor, request, family)}
+    data: dict[str, Any] = {}
     if images:
-        item["multi_modal_data"] = {"image": images if len(images) > 1 else images[0]}
+        data["image"] = images if len(images) > 1 else images[0]
+    if videos:
+        data["video"] = videos if len(videos) > 1 else videos[0]
+    if data:
+        item["multi_modal_data"] = data
     return item
 
 
@@ -263,6 +275,7 @@ class VLLMBackend(Backend):
         self.name = name
         self.model_id = model_id
         self.family = family_of(model_id)  # None for a hub id not downloaded yet: see _build
+        self.modalities = family_modalities(type(self).modalities, self.family)
         self.gpus = tuple(gpus)
         self.args = engine_args(
             model_id, self.gpus, engine_extra, seed, max_images, max_num_seqs, dtype
@@ -321,10 +334,10 @@ class VLLMBackend(Backend):
             raise BackendUnavailable(f"{self.name}: pip install 'vlmbench[vllm]' ({exc})") from None
         processor = AutoProcessor.from_pretrained(self.model_id)
         self.family = self.family or family_of(self.model_id)  # the hub snapshot is here now
+        self.modalities = family_modalities(type(self).modalities, self.family)
         self.local_thinking.decide(processor)
-        engine = vllm.AsyncLLMEngine.from_engine_args(
-            vllm.AsyncEngineArgs(**platform_args(self.args))
-        )
+        args = with_video_limit(self.args, self.family)
+        engine = vllm.AsyncLLMEngine.from_engine_args(vllm.AsyncEngineArgs(**platform_args(args)))
         return engine, processor
 
     async def generate(self, request: Request) -> Response:
@@ -370,6 +383,17 @@ def on_cpu() -> bool:
 def platform_args(args: Mapping[str, Any]) -> dict[str, Any]:
     """`args` as this machine's vLLM platform needs them: on a CPU, CPU_ENGINE_ARGS under them."""
     return {**CPU_ENGINE_ARGS, **args} if on_cpu() else dict(args)
+
+
+def with_video_limit(args: Mapping[str, Any], family: Family | None) -> dict[str, Any]:
+    """`args` with VIDEOS_PER_PROMPT clips a prompt for a family that takes video (vLLM's
+    `limit_mm_per_prompt`; not in the cache identity)."""
+    out = dict(args)
+    if family is not None and family.video:
+        limits = dict(out.get("limit_mm_per_prompt") or {})
+        limits.setdefault("video", VIDEOS_PER_PROMPT)
+        out["limit_mm_per_prompt"] = limits
+    return out
 
 
 def _stable(args: dict[str, Any]) -> str:

@@ -34,9 +34,11 @@ def test_the_family_is_the_configs_architecture_not_the_name(tmp_path):
     assert model_spec(f"hf:{qwen}").traits == {
         "box_convention": "resized",
         "prefill": "native",
-        "modalities": "text,image",
+        "modalities": "text,image,video",  # its family's processor takes a clip
         "family": "qwen2_5_vl",
     }
+    llava = _folder(tmp_path, "llava", "LlavaForConditionalGeneration")
+    assert model_spec(f"vllm:{llava}").traits["modalities"] == "text,image"  # no video input
     assert family_of(str(_folder(tmp_path, "other", "SomethingNew"))) is None
     assert family_of_config({}) is None and family_of_config({"architectures": [3]}) is None
 
