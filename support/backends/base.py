@@ -94,6 +94,9 @@ KINDS = ("reference", "api", "local-gpu", "local-cpu")
 # what a model reads (support.types.Part.kind): the suite's vision-language models take text and
 # images; a point-cloud model (a `python:` model declaring it) takes "points"
 DEFAULT_MODALITIES: frozenset[str] = frozenset({"text", "image"})
+# what the reference doubles read: they answer from the request's hints, whatever the parts; a
+# clip is taken like an image (points are not: dynamic then sends the scene as it does today)
+HINT_MODALITIES: frozenset[str] = DEFAULT_MODALITIES | {"video"}
 # weights' dtypes a local engine runs in (`--dtype`); "auto": the engine's own choice
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # how a request's prefill (text the answer must continue) reaches the model: "native" (the model

@@ -23,7 +23,13 @@ from fnmatch import fnmatchcase
 
 import numpy as np
 
-from support.backends.base import Backend, BackendError, BackendOptions, register_provider
+from support.backends.base import (
+    HINT_MODALITIES,
+    Backend,
+    BackendError,
+    BackendOptions,
+    register_provider,
+)
 from support.backends.reference import REFERENCE_VERSION
 from support.types import Request, Response, Usage
 
@@ -102,6 +108,7 @@ class PlantedBackend(Backend):
 
     provider = "planted"
     reads_hints = True
+    modalities = HINT_MODALITIES
     default_concurrency = 64
 
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from support.backends.base import Backend, BackendError
+from support.backends.base import HINT_MODALITIES, Backend, BackendError
 from support.types import Request, Response, Usage
 
 REFERENCE_VERSION = "1"
@@ -20,6 +20,7 @@ class OracleBackend(Backend):
 
     reads_hints = True
     default_concurrency = 64
+    modalities = HINT_MODALITIES
 
     def __init__(self, name: str = "oracle") -> None:
         self.name = name
@@ -36,6 +37,7 @@ class ChanceBackend(Backend):
 
     reads_hints = True
     default_concurrency = 64
+    modalities = HINT_MODALITIES
 
     def __init__(self, name: str = "chance", seed: int = 0) -> None:
         self.name = name

@@ -30,6 +30,16 @@ def vqa_prompt(question: str, n_frames: int) -> str:
     )
 
 
+def vqa_video_prompt(question: str, seconds: float, fps: float) -> str:
+    """The text after the clip, when it is sent as one video (--surgvqa-input video)."""
+    return (
+        f"The video above is a {seconds:g}-second clip of a robotic surgery video, sampled at "
+        f"{fps:g} frames per second.\n"
+        f"Question: {question}\n"
+        "Answer the question in one short sentence. For a yes/no question, begin with Yes or No."
+    )
+
+
 def box_prompt(width: int, height: int) -> str:
     """The text after the frame: every instrument as a labelled box in the frame's pixels."""
     classes = "; ".join(TOOL_CLASSES)

@@ -24,6 +24,10 @@ from support.evaluations.surgvqa.semantic import (
 from support.settings import RunSettings
 
 VQA_FRAMES = 8  # frames of a question's clip shown to the model (30-s clips: one every ~4 s)
+# --surgvqa-input: frames (the clip as --surgvqa-frames still images, the write-up's way) or
+# video (the clip as one video part, sampled at --surgvqa-fps)
+INPUTS = ("frames", "video")
+VIDEO_FPS = 1.0  # frames/s a clip is sampled at as video: SurgVU's "@ 1FPS"
 BOX_FRAMES = ("model", "auto", "pixels", "norm1000", "gemini")
 # what --surgvqa-root must hold below it: a category-2 question or a category-1 video
 DATA_FILES = ("*_question.json", "*_fps1.mp4")
@@ -37,6 +41,8 @@ TEXT_METRICS = {"2025": ("bleu",), "2026": TEXT_SCORES, "auto": TEXT_SCORES}
 class SurgvqaSettings:
     root: str | None = None  # extracted SurgVU data; None: the synthetic sample
     frames: int = VQA_FRAMES  # per VQA question, evenly spaced over the clip
+    input: str = "frames"  # --surgvqa-input: how a question's clip is sent (INPUTS)
+    fps: float = VIDEO_FPS  # --surgvqa-fps: the video input's sampling rate (frames/s)
     box_frame: str = "model"  # how answers' box numbers are read; "model": by the model's name
     # by --compat (profiles.py); source: map_video_mean as the official category-1 evaluator, and
     # the 2026 VQA scorer's behaviour on empty answers and softmax overflow (semantic.py)
@@ -59,6 +65,15 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     frames = VQA_FRAMES if frames is None else frames
     if not isinstance(frames, int) or frames < 1:
         raise OptionError("--surgvqa-frames", f"{frames!r}: expected a whole number >= 1")
+    sent = values.get("surgvqa_input") or "frames"
+    if sent not in INPUTS:
+        raise OptionError("--surgvqa-input", f"{sent!r}: one of {', '.join(INPUTS)}")
+    fps = values.get("surgvqa_fps")
+    fps = VIDEO_FPS if fps is None else fps
+    if not isinstance(fps, (int, float)) or not 0 < fps <= MAX_FPS:
+        raise OptionError("--surgvqa-fps", f"{fps!r}: expected frames/s > 0 and <= {MAX_FPS:g}")
+    if sent == "video":
+        refuse_models_without_video(run)
     box_frame = values.get("surgvqa_box_frame") or "model"
     if box_frame not in BOX_FRAMES:
         raise OptionError("--surgvqa-box-frame", f"{box_frame!r}: one of {', '.join(BOX_FRAMES)}")
@@ -73,6 +88,8 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
     return SurgvqaSettings(
         root=root,
         frames=frames,
+        input=sent,
+        fps=float(fps),
         box_frame=box_frame,
         profile=rules,
         metrics=profile,
@@ -80,6 +97,31 @@ def configure(values: Mapping[str, Any], run: RunSettings) -> SurgvqaSettings:
         scoring=scoring,
         left_out=left_out,
     )
+
+
+MAX_FPS = 30.0  # --surgvqa-fps's ceiling (frames/s): vLLM's Qwen video loaders cap there too
+
+
+def refuse_models_without_video(run: RunSettings) -> None:
+    """OptionError naming --surgvqa-input when a --model takes no video (its modalities: a local
+    family without a video processor, a `python:` model that declares none), with the
+    alternative. Names the registry does not know are left to the model options' own check."""
+    from support.backends.registry import model_spec
+
+    refused = []
+    for name in run.models.names:
+        try:
+            reads = model_spec(name).modalities
+        except ValueError:
+            continue
+        if "video" not in reads:
+            refused.append(f"{name} (reads {', '.join(sorted(reads))})")
+    if refused:
+        raise OptionError(
+            "--surgvqa-input",
+            f"video: {'; '.join(refused)} take no video; send the clip as still frames with "
+            "--surgvqa-input frames",
+        )
 
 
 MODEL_OPTIONS = ("surgvqa_bertscore_model", "surgvqa_nli_model", "surgvqa_bertscore_layers",
@@ -173,6 +215,22 @@ SPEC = EvaluationSpec(
             metavar="N",
             help=f"frames of a question's clip shown with it, at the centres of N equal "
             f"segments of the clip ({VQA_FRAMES})",
+        ),
+        Option(
+            "--surgvqa-input",
+            default="frames",
+            metavar="HOW",
+            help="how a question's clip is sent: frames (--surgvqa-frames still images, the "
+            "write-up's way) or video (the clip as one video part sampled at --surgvqa-fps, as "
+            "each engine takes video; a model that takes none is refused) (frames)",
+        ),
+        Option(
+            "--surgvqa-fps",
+            type=float,
+            default=VIDEO_FPS,
+            metavar="F",
+            help=f"frames per second a clip is sampled at under --surgvqa-input video "
+            f"({VIDEO_FPS:g}, SurgVU's rate)",
         ),
         Option(
             "--surgvqa-box-frame",

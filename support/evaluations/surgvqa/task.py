@@ -3,7 +3,10 @@
 Two kinds of case, both parametrized per model:
 
 - `vqa-<case>`: one question about a clip. The model sees `--surgvqa-frames` frames of the clip
-  (centres of equal segments, in time order) and the question, and answers in free text. The score
+  (centres of equal segments, in time order) and the question, and answers in free text. Under
+  `--surgvqa-input video` it sees the clip as one video part instead, sampled at `--surgvqa-fps`
+  (support.videos.read_clip), each engine sending it its own way; the outcome's `extra.sent`
+  records what went: the frames, the rate and the clip's seconds. The score
   is the best sentence BLEU over the five references (support.evaluations.surgvqa.bleu, the
   challenge's evaluator). Status: for a yes/no question, `correct` when the answer's first word is
   the references' yes/no; for an open one, when max-BLEU >= OPEN_CORRECT_BLEU. An empty or refusing
@@ -21,6 +24,7 @@ Clusters (the bootstrap's unit) are videos: a VQA case's clip, a tool frame's vi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import textwrap
 from pathlib import Path
 from typing import Any, ClassVar
@@ -61,6 +65,7 @@ from support.evaluations.surgvqa.prompts import (
     box_prompt,
     oracle_answer,
     vqa_prompt,
+    vqa_video_prompt,
 )
 from support.evaluations.surgvqa.read_rules import vqa_rule
 from support.evaluations.surgvqa.rouge import rouge_scores
@@ -79,6 +84,7 @@ from support.memo import OnceCache
 from support.reporting.kit import PICTURE_PX, fit_picture, picture_jpeg
 from support.settings import RunSettings
 from support.types import Case, Outcome, Part, Request, Verdict
+from support.videos import Clip, read_clip
 
 OPEN_CORRECT_BLEU = 0.5  # an open answer is coloured `correct` from this max-BLEU on
 JPEG_QUALITY = 95  # frames are sent as JPEG (they come from an H.264 video already)
@@ -124,6 +130,7 @@ class SurgvqaEvaluation(Evaluation):
         self.quick |= set(linspace_subset(list(self.frames), 2 * self.quick_samples))
         self._clips: OnceCache[str, tuple[list[int], list[bytes]]] = OnceCache(16)
         self._video_frames: OnceCache[str, dict[int, bytes | str]] = OnceCache(2)
+        self._videos: OnceCache[str, Clip] = OnceCache(8)  # --surgvqa-input video's clips
 
     @classmethod
     def load(cls, run: RunSettings, settings: SurgvqaSettings) -> SurgvqaEvaluation:
@@ -194,6 +201,25 @@ class SurgvqaEvaluation(Evaluation):
 
         return self._clips.get(case.id, load)
 
+    def video(self, case: Case) -> Clip:
+        """A VQA case's clip as one video, sampled at --surgvqa-fps (the video door: header caps,
+        allowed containers and codecs; read once per process)."""
+        return self._videos.get(
+            case.id, lambda case_id: read_clip(self.vqa[case_id].video, fps=self.settings.fps)
+        )
+
+    def sent(self, case: Case) -> dict[str, Any]:
+        """What a VQA case's request shows of its clip, for the outcome's record."""
+        if self.settings.input == "video":
+            clip = self.video(case)
+            return {
+                "input": "video",
+                "frames": len(clip.frames),
+                "fps": self.settings.fps,
+                "seconds": round(clip.seconds, 6),
+            }
+        return {"input": "frames", "frames": len(self.clip(case)[1])}
+
     def frame_jpeg(self, case: Case) -> bytes:
         """A tools case's frame as JPEG; the first request of a video decodes all of its case
         frames in one pass (one decode of the video per process, not one per frame)."""
@@ -233,6 +259,18 @@ class SurgvqaEvaluation(Evaluation):
     # ---- requests -----------------------------------------------------------------------------
     def request(self, case: Case) -> Request:
         p = case.params
+        if p["category"] == "vqa" and self.settings.input == "video":
+            clip = self.video(case)
+            return Request(
+                parts=(
+                    Part.of_video(clip),
+                    Part.of_text(vqa_video_prompt(p["question"], clip.seconds, self.settings.fps)),
+                ),
+                temperature=TEMPERATURE,
+                max_tokens=VQA_MAX_TOKENS,
+                target=oracle_answer(p["answers"]),
+                answer_space=VqaAnswerSpace(),
+            )
         if p["category"] == "vqa":
             _, frames = self.clip(case)
             parts = (
@@ -259,7 +297,10 @@ class SurgvqaEvaluation(Evaluation):
         request = await asyncio.to_thread(self.request, case)  # video decoding off the loop
         response = await client.generate(request)
         if case.params["category"] == "vqa":
-            return self.score_vqa(case, response.text)
+            verdict = self.score_vqa(case, response.text)
+            if self.settings.input == "video":  # the default's rows stay as they were
+                verdict = dataclasses.replace(verdict, extra={"sent": self.sent(case)})
+            return verdict
         frame = self.settings.box_frame
         frame = client.model.box_convention if frame == "model" else frame  # the model's trait
         return await asyncio.to_thread(self._score_in_frame, case, response.text, frame, client)
@@ -361,11 +402,16 @@ class SurgvqaEvaluation(Evaluation):
                     draw.rectangle([x, y, x + w, y + h], outline=colour, width=3)
                     draw.text((x + 3, y + 2), b["label"], fill=colour, font=font)
             return picture_jpeg(fit_picture(image))
-        _, frames = self.clip(case)
-        shown = [
-            decode_image(frames[i], f"{case.id} frame {i}")
-            for i in linspace_subset(list(range(len(frames))), 4)
-        ]
+        if self.settings.input == "video":  # the frames the model was sent
+            sampled = self.video(case).frames
+            kept = linspace_subset(list(range(len(sampled))), 4)
+            shown = [Image.fromarray(sampled[i]) for i in kept]
+        else:
+            _, frames = self.clip(case)
+            shown = [
+                decode_image(frames[i], f"{case.id} frame {i}")
+                for i in linspace_subset(list(range(len(frames))), 4)
+            ]
         tile = VQA_TILE_PX
         for im in shown:
             im.thumbnail((tile, tile))
