@@ -84,6 +84,8 @@ def anthropic_params(
         if part.is_image:
             source = {"type": "base64", "media_type": part.mime, "data": part.b64()}
             content.append({"type": "image", "source": source})
+        elif part.video is not None:  # the Messages API takes no video: `plan` sends frames
+            raise ValueError("a clip reaches Claude as its frames (RequestRules.video FRAMES)")
         else:
             content.append({"type": "text", "text": part.text or ""})
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]

@@ -29,8 +29,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
-from support.backends.api_models import Plan, plan, rules_for
+from support.backends.api_models import FRAMES, Plan, plan, rules_for, sent_images
 from support.backends.base import (
+    DEFAULT_MODALITIES,
     Backend,
     BackendError,
     BackendOptions,
@@ -73,6 +74,8 @@ class ApiBackend(Backend):
     built by `create` from its key variables and the session's endpoint settings."""
 
     default_concurrency: int | str = "auto"  # support/client/concurrency.py: AIMD on 429s
+    # a clip too: as the API's video input, or as its frames where the API takes none (`plan`)
+    modalities = frozenset({*DEFAULT_MODALITIES, "video"})
     reads_hints = False
     kind: ClassVar[str] = "api"
     extra: ClassVar[str] = "api"
@@ -220,12 +223,15 @@ class ApiBackend(Backend):
     def plan(self, request: Request) -> Plan:
         """What is sent for `request` under the model's rules and thinking setting
         (api_models.plan); BackendError for a request the model cannot take at all (more
-        images than its API allows)."""
+        images than its API allows, a clip's frames counted where they are sent as images)."""
         limit = self.rules.max_images
-        if limit is not None and len(request.images) > limit:
+        images = sent_images(request, self.rules)
+        if limit is not None and images > limit:
+            clips = self.rules.video == FRAMES and request.videos
+            frames = f" (a clip's frames sent as {images - len(request.images)} of them)"
             raise BackendError(
-                f"{self.name}: {len(request.images)} images in one request; "
-                f"{self.model_id} takes at most {limit}"
+                f"{self.name}: {images} images in one request{frames if clips else ''}; "
+                f"{self.model_id} takes at most {limit} a request"
             )
         return plan(request, self.rules, self.thinking)
 

@@ -11,11 +11,13 @@ provider's default used; or only at effort "none"), which token-limit field, whe
 assistant turn (a prefill) is continued, its thinking control (none, an effort level, a token
 budget, Anthropic's adaptive thinking with an effort, Gemini 3's thinking level) with the values
 accepted, whether it thinks when asked nothing, whether thinking counts against the token limit
-and how much room to leave for it, and how many images a request may hold (the Anthropic API
-has no `n`: anthropic_messages.py sends a call a sample).
+and how much room to leave for it, how many images a request may hold (the Anthropic API
+has no `n`: anthropic_messages.py sends a call a sample), and how a clip is taken (`video`: the
+API's own video input, or its sampled frames as images, each after a text stating its time).
 
 `plan(request, rules, thinking)` fits one Request to a model: a `Plan` of what is sent (the
-request with a prefill moved into the user turn where the model takes none, the temperature or
+request with each clip as its frames where the model takes no video, a prefill moved into the
+user turn where the model takes none, the temperature or
 None, the token limit grown by the thinking allowance, the thinking setting) and what was adapted
 (recorded in the Response, the outcome and the manifest). The backends build their bodies from a
 Plan only, so no request a documented rule refuses is sent (support/doubles/loopback_validation.py
@@ -26,11 +28,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from support.backends.thinking import Thinking
 from support.types import Part, Request, Usage
+
+if TYPE_CHECKING:
+    from support.videos import Clip
 
 # temperature rules
 ANY = "any"
@@ -53,6 +61,12 @@ CONTINUE_INSTRUCTION = (
 PREFILL_AS_INSTRUCTION = "prefill sent as a user-turn instruction (the model takes no prefill)"
 TEMPERATURE_OMITTED = "temperature omitted: the provider's default (the model refuses it)"
 TEMPERATURE_OMITTED_THINKING = "temperature omitted: the provider's default (refused with thinking)"
+# how a model takes a clip (Part.video)
+NATIVE = "native"  # as the API's own video input (Gemini's inline video, a server's video_url)
+FRAMES = "frames"  # its sampled frames as images, each after a text stating its time
+VIDEO_AS_FRAMES = "video sent as {frames} frames with their timestamps (the API takes no video)"
+FRAME_LABEL = "Frame at {seconds:.1f} s:"  # the text before each frame sent as an image
+FRAME_JPEG_QUALITY = 95  # a frame sent as an image: JPEG at surgvqa's quality (from H.264)
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,8 @@ class RequestRules:
     no_prefill_with_thinking: bool = False  # thinking on: a prefill is refused (Anthropic)
     no_temperature_with_thinking: bool = False  # thinking on: temperature != 1 refused
     max_images: int | None = None  # images a request may hold; None: not documented here
+    # NATIVE: a clip goes as the API's video input; FRAMES: as its frames (the API takes none)
+    video: str = NATIVE
     sources: tuple[str, ...] = ()  # where each rule was read (docs/api-models.md)
 
     def takes(self, thinking: Thinking) -> str | None:
@@ -152,6 +168,9 @@ def plan(request: Request, rules: RequestRules, thinking: Thinking | None = None
     """Fit `request` to a model with `rules` (module docstring)."""
     adapted: list[str] = []
     thinks = rules.thinks(thinking)
+    if rules.video == FRAMES and request.videos:
+        request, frames = with_frames(request)
+        adapted.append(VIDEO_AS_FRAMES.format(frames=frames))
     if request.prefill and not rules.takes_prefill(thinking):
         request = without_prefill(request)
         adapted.append(PREFILL_AS_INSTRUCTION)
@@ -183,6 +202,53 @@ def without_prefill(request: Request) -> Request:
     return dataclasses.replace(request, parts=parts, prefill=None)
 
 
+def frame_parts(clip: Clip) -> tuple[Part, ...]:
+    """A clip as a model that takes no video is sent it: for each sampled frame, a text stating
+    its time (FRAME_LABEL, seconds from the clip's start) and the frame as a JPEG image
+    (FRAME_JPEG_QUALITY). Encoded once per clip (the same clip goes to several models)."""
+    with _frames_lock:
+        found = _frame_parts.get(clip)
+    if found is not None:
+        return found
+    from PIL import Image
+
+    from support.images import encode_image
+
+    parts: list[Part] = []
+    for seconds, frame in zip(clip.timestamps, clip.frames, strict=True):
+        jpeg = encode_image(Image.fromarray(frame), "JPEG", quality=FRAME_JPEG_QUALITY)
+        parts += [Part.of_text(FRAME_LABEL.format(seconds=seconds)), Part.of_image(jpeg)]
+    made = tuple(parts)
+    with _frames_lock:
+        return _frame_parts.setdefault(clip, made)
+
+
+# each clip's frame parts, kept while the clip lives (a Clip compares by identity)
+_frame_parts: weakref.WeakKeyDictionary[Clip, tuple[Part, ...]] = weakref.WeakKeyDictionary()
+_frames_lock = threading.Lock()
+
+
+def with_frames(request: Request) -> tuple[Request, int]:
+    """`request` with each video part replaced, in place, by its `frame_parts`, and the number
+    of frames sent."""
+    parts: list[Part] = []
+    frames = 0
+    for part in request.parts:
+        if part.video is None:
+            parts.append(part)
+            continue
+        parts += frame_parts(part.video)
+        frames += len(part.video.frames)
+    return dataclasses.replace(request, parts=tuple(parts)), frames
+
+
+def sent_images(request: Request, rules: RequestRules) -> int:
+    """The images `request` is sent with under `rules`: its own, and each clip's frames where
+    the model takes them as images (counted before any frame is encoded)."""
+    frames = sum(len(p.video.frames) for p in request.videos if p.video is not None)
+    return len(request.images) + (frames if rules.video == FRAMES else 0)
+
+
 # -- rules by generation ---------------------------------------------------------------------------
 # Sources, read 2026-11-26 (docs/api-models.md has the table with each rule's source).
 
@@ -197,6 +263,10 @@ OPENAI_SOURCES = (
     "https://developers.openai.com/api/docs/models",
 )
 GPT6_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# no OpenAI API takes a video: the cookbook sends a clip's sampled frames as images
+OPENAI_VIDEO_SOURCE = (
+    "https://developers.openai.com/cookbook/examples/gpt_with_vision_for_video_understanding"
+)
 
 
 def openai_rules(model_id: str) -> RequestRules:
@@ -205,7 +275,8 @@ def openai_rules(model_id: str) -> RequestRules:
     "none" where they have it."""
     model = model_id.lower()
     if not OPENAI_REASONING.match(model):
-        return RequestRules(max_images=500, sources=OPENAI_SOURCES[:1])
+        sources = (OPENAI_SOURCES[0], OPENAI_VIDEO_SOURCE)
+        return RequestRules(max_images=500, video=FRAMES, sources=sources)
     base = RequestRules(
         temperature=REFUSED,
         token_field="max_completion_tokens",
@@ -215,7 +286,8 @@ def openai_rules(model_id: str) -> RequestRules:
         thinks_by_default=True,
         allowance=OPENAI_REASONING_ROOM,
         max_images=500,
-        sources=OPENAI_SOURCES,
+        video=FRAMES,
+        sources=(*OPENAI_SOURCES, OPENAI_VIDEO_SOURCE),
     )
     if model.startswith("gpt-6"):  # effort up to max; "none" only on the rows that say so
         return dataclasses.replace(base, efforts=GPT6_EFFORTS)
@@ -266,9 +338,11 @@ def claude_version(model_id: str) -> tuple[int, int] | None:
 def anthropic_rules(model_id: str) -> RequestRules:
     """RequestRules of a Claude id by its version: manual thinking from 3.7 to 4.5; from 4.6 no
     prefill and adaptive thinking with an effort; from 4.7 no temperature; from 5 thinking on
-    by default."""
+    by default. Every one: up to 100 images a request, a clip as its frames (the vision page:
+    images only, "100 per request on the API" for a 200k-token context window; 600 for the
+    others, not used here)."""
     version = claude_version(model_id) or (0, 0)
-    plain = RequestRules(max_images=100, sources=ANTHROPIC_SOURCES[3:])
+    plain = RequestRules(max_images=100, video=FRAMES, sources=ANTHROPIC_SOURCES[3:])
     if version < (3, 7):  # no extended thinking
         return plain
     manual = dataclasses.replace(
@@ -305,6 +379,7 @@ def anthropic_rules(model_id: str) -> RequestRules:
 GEMINI_SOURCES = (
     "https://ai.google.dev/gemini-api/docs/thinking",
     "https://ai.google.dev/gemini-api/docs/models",
+    "https://ai.google.dev/gemini-api/docs/video-understanding",  # a clip as inline video
 )
 GEMINI_ROOM = 32_768  # a thinking level's room: the largest 2.5 budget (the suite's choice)
 

@@ -11,6 +11,11 @@ generativelanguage.googleapis.com. The base URL is the server root without a ver
 appends `/<api version>/models/<id>:generateContent` (google-genai 3.x defaults to `v1`;
 `GOOGLE_GENAI_API_VERSION` changes it).
 
+A clip (Part.video) is one inline video part: the file's bytes with its MIME type (a documented
+video type, GEMINI_VIDEO_MIMES) and `video_metadata.fps`, the rate its frames were sampled at
+(`sent_fps`), so the model samples the frames the other providers are sent. A request with a clip
+whose inline data passes GEMINI_INLINE_BYTES is refused before it is sent (`inline_refusal`).
+
 `n` maps to `candidate_count`; `seed` to `GenerateContentConfig.seed`. The Gemini API has no
 native prefill; the fallback appends a trailing `model`-role turn with the prefill, which the model
 usually continues but may treat as a finished turn. `texts` hold only the generated text.
@@ -28,11 +33,14 @@ from support.backends.base import BackendError, register_provider
 from support.backends.batch_protocol import BatchLimits, BatchState, ListedBatch, creation_error
 from support.backends.retry import MalformedResponse, is_malformed
 from support.backends.thinking import Thinking
-from support.types import Request, Response, Usage
+from support.types import Part, Request, Response, Usage
 
 if TYPE_CHECKING:
     from google import genai
     from google.genai import types
+
+    from support.backends.api_models import Plan
+    from support.videos import Clip
 
 # the SDK is imported by the first call: a run whose answers are all cached never needs it
 
@@ -49,6 +57,81 @@ GEMINI_BATCH_LIMITS = BatchLimits(requests=100_000, bytes=20 * 2**20)
 # whole (at most support.client.batch_queue.MAX_LISTED jobs), LIST_PAGE a page
 NONCE_PREFIX = "vlmbench-intent-"
 LIST_PAGE = 100
+
+
+# Inline data (ai.google.dev/gemini-api/docs/file-input-methods, "Input method comparison", and
+# .../docs/video-understanding: "Inline Data < 100MB"; raised from 20 MB on 2026-01-12,
+# blog.google "Increased file size limits and expanded inputs support in Gemini API"; read
+# 2026-12-06): a request with a clip is refused above it, the parts counted as sent (base64)
+GEMINI_INLINE_BYTES = 100 * 10**6
+# the video MIME types of the video-understanding page ("Supported video formats"); a clip's
+# own type -> the one sent (support.videos.MIME_OF names AVI video/x-msvideo)
+GEMINI_VIDEO_MIMES = frozenset(
+    {"video/mp4", "video/mpeg", "video/mov", "video/avi", "video/x-flv", "video/mpg",
+     "video/webm", "video/wmv", "video/3gpp"}
+)  # fmt: skip
+GEMINI_MIME_OF = {"video/x-msvideo": "video/avi", "video/quicktime": "video/mov"}
+# VideoMetadata.fps: "The fps range is (0.0, 24.0]" (google-genai types.VideoMetadata)
+GEMINI_MAX_FPS = 24.0
+
+
+def gemini_video_mime(clip: Clip) -> str:
+    """The MIME type a clip is sent with (GEMINI_MIME_OF), documented or not."""
+    return GEMINI_MIME_OF.get(clip.mime, clip.mime)
+
+
+def sent_fps(clip: Clip) -> float:
+    """Frames per second the model samples the clip at: the rate it was read at, or for a clip
+    sampled by count its frames over its duration, within the API's (0, 24]."""
+    fps = clip.fps
+    if fps is None:
+        fps = len(clip.frames) / clip.seconds if clip.seconds > 0 else 1.0
+    return min(max(fps, 1e-3), GEMINI_MAX_FPS)
+
+
+def inline_bytes(request: Request) -> int:
+    """Bytes of the request's inline data as sent: each image's and clip's file in base64."""
+    sizes = [len(p.image) for p in request.images if p.image is not None]
+    sizes += [len(p.video.data) for p in request.videos if p.video is not None]
+    return sum(4 * ((n + 2) // 3) for n in sizes)
+
+
+def inline_refusal(request: Request) -> str | None:
+    """Why the Gemini API would refuse a request with a clip (None: it would not, or there is
+    no clip): a clip's MIME type it does not take, or inline data over GEMINI_INLINE_BYTES."""
+    clips = [p.video for p in request.videos if p.video is not None]
+    if not clips:
+        return None
+    for clip in clips:
+        if gemini_video_mime(clip) not in GEMINI_VIDEO_MIMES:
+            return (
+                f"a {clip.mime} clip: the Gemini API takes {', '.join(sorted(GEMINI_VIDEO_MIMES))}"
+            )
+    size = inline_bytes(request)
+    if size <= GEMINI_INLINE_BYTES:
+        return None
+    files = ", ".join(f"{len(c.data) / 1e6:.1f} MB" for c in clips)
+    return (
+        f"inline data of {size / 1e6:.1f} MB in base64 (the clip's file: {files}); the Gemini "
+        f"API takes at most {GEMINI_INLINE_BYTES / 1e6:g} MB inline a request (larger files go "
+        "through its Files API, not used here)"
+    )
+
+
+def gemini_part(part: Part) -> types.Part:
+    """One request part as google-genai's: text, an image's bytes, or a clip as inline video
+    with its sampling rate (`video_metadata.fps`)."""
+    from google.genai import types
+
+    if part.image is not None:
+        return types.Part.from_bytes(data=part.image, mime_type=part.mime)
+    if part.video is not None:
+        clip = part.video
+        return types.Part(
+            inline_data=types.Blob(data=clip.data, mime_type=gemini_video_mime(clip)),
+            video_metadata=types.VideoMetadata(fps=sent_fps(clip)),
+        )
+    return types.Part.from_text(text=part.text or "")
 
 
 # a batch job's state -> how it ended (None: pending or running)
@@ -71,12 +154,7 @@ def gemini_contents(
     from google.genai import types
 
     sent = plan(request, rules, thinking)
-    parts = [
-        types.Part.from_bytes(data=p.image, mime_type=p.mime)
-        if p.image is not None
-        else types.Part.from_text(text=p.text or "")
-        for p in sent.request.parts
-    ]
+    parts = [gemini_part(p) for p in sent.request.parts]
     contents = [types.Content(role="user", parts=parts)]
     if sent.request.prefill:
         prefill = types.Part.from_text(text=sent.request.prefill)
@@ -256,6 +334,14 @@ class GeminiBackend(ApiBackend):
         """The ids of `GET <base URL>/<version>/models` (its first page), without `models/`."""
         pager = await self._get_client().aio.models.list(config={"page_size": LIST_PAGE})
         return [str(m.name).removeprefix("models/") for m in pager.page]
+
+    def plan(self, request: Request) -> Plan:
+        """As ApiBackend's, and BackendError for a request with a clip the API would refuse
+        (`inline_refusal`: its MIME type, or inline data over GEMINI_INLINE_BYTES)."""
+        refused = inline_refusal(request)
+        if refused is not None:
+            raise BackendError(f"{self.name}: {refused}")
+        return super().plan(request)
 
     def contents(self, request: Request) -> tuple[list[types.Content], types.GenerateContentConfig]:
         """`gemini_contents` fitted to the model."""

@@ -155,7 +155,9 @@ def openai_body(
     base64 copied in rather than JSON-encoded again."""
     fit = {"rules": rules, "thinking": thinking}
     params = openai_params(request, model_id, native_prefill, lambda _: IMAGE_SLOT, **fit)
-    images = [p for p in request.parts if p.is_image]
+    # the images sent: the request's own, and a clip's frames where the model takes no video
+    sent = plan(request, rules, thinking).request if request.videos else request
+    images = sent.images
     pieces = _dumps(params).split(IMAGE_SLOT.encode())
     if len(pieces) != len(images) + 1:  # a text held the slot: encode everything
         return _dumps(openai_params(request, model_id, native_prefill, **fit))

@@ -17,16 +17,27 @@ Images (the size of the encoded image each request carries, read from its header
   tokens = width * height / 750 (https://docs.anthropic.com/en/docs/build-with-claude/vision).
 - Google (Gemini 2.0): 258 tokens for an image with both sides <= 384 px, else 258 per
   768x768 tile (https://ai.google.dev/gemini-api/docs/tokens).
+
+Clips (Part.video), in `TokenCount.video` (within `total`), as each provider is sent them:
+- OpenAI and Anthropic take no video: a clip goes as its sampled frames (api_models.FRAMES),
+  each counted by the provider's image rule at the frame's size, plus its timestamp text.
+- Google: the inline video at its sampled rate, `gemini_video_tokens`.
+- vllm and hf: the model's own processor (support.backends.local_tokens.local_video_tokens);
+  where it is not here, and for any other provider, the frames as images by the default rule.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from support.types import Part, Request
+
+if TYPE_CHECKING:
+    from support.videos import Clip
 
 CHARS_PER_TOKEN = 4  # characters a text token, where no tokenizer is installed
 OPENAI_ENCODING = "o200k_base"  # gpt-4o's BPE
@@ -34,14 +45,16 @@ OPENAI_ENCODING = "o200k_base"  # gpt-4o's BPE
 
 @dataclass(frozen=True)
 class TokenCount:
-    """Input tokens of requests: text and image tokens, and how the text was counted."""
+    """Input tokens of requests: text, image and video tokens (a clip's frames and their
+    timestamps where it is sent as frames)."""
 
     text: int = 0
     image: int = 0
+    video: int = 0
 
     @property
     def total(self) -> int:
-        return self.text + self.image
+        return self.text + self.image + self.video
 
 
 @functools.cache
@@ -116,12 +129,74 @@ def image_size(part: Part) -> tuple[int, int]:
     return header_size(part.image, "an image part")
 
 
+# Gemini's video rate at the default media resolution (ai.google.dev/gemini-api/docs/
+# video-understanding, "Technical details about videos": 258 tokens a frame, 66 at low
+# resolution, audio 32 a second, "approximately 300 tokens per second"; Gemini 3: 70 a frame at
+# the default resolution, cloud.google.com/vertex-ai/generative-ai/docs/multimodal/
+# video-understanding, "Default resolution tokens per frame: 70"; read 2026-12-06)
+GEMINI_FRAME_TOKENS = 258
+GEMINI3_FRAME_TOKENS = 70
+GEMINI_AUDIO_TOKENS_PER_S = 32
+
+
+def gemini_video_tokens(clip: Clip, model_id: str = "") -> int:
+    """Gemini: a clip at its sampled rate (the rate it is sent with): each sampled frame at the
+    default media resolution's tokens a frame (70 from Gemini 3, 258 before), plus 32 a second
+    of audio over its duration, counted whether or not it has a track (a bound)."""
+    per_frame = (
+        GEMINI3_FRAME_TOKENS if re.match(r"^gemini-[3-9]", model_id) else GEMINI_FRAME_TOKENS
+    )
+    return per_frame * len(clip.frames) + GEMINI_AUDIO_TOKENS_PER_S * math.ceil(clip.seconds)
+
+
+def frame_tokens(provider: str, clip: Clip, model_id: str = "", stated: bool = False) -> int:
+    """A clip as its frames: each by `provider`'s image rule at its size (the default rule for
+    a provider without one), plus, where each is `stated`, its timestamp's text
+    (api_models.FRAME_LABEL)."""
+    from support.backends.api_models import FRAME_LABEL
+
+    rule = IMAGE_RULES.get(provider, openai_image_tokens)
+    total = 0
+    for seconds, frame in zip(clip.timestamps, clip.frames, strict=True):
+        height, width = frame.shape[:2]
+        total += rule(width, height, model_id)
+        if stated:
+            total += text_tokens(provider, FRAME_LABEL.format(seconds=seconds))
+    return total
+
+
+@functools.cache
+def _local_family(model_id: str) -> Any:
+    from support.backends.families import family_of
+
+    return family_of(model_id)
+
+
+def video_tokens(provider: str, clip: Clip, model_id: str = "") -> int:
+    """Input tokens of one clip for `provider` (module docstring). vllm and hf ask the model's
+    processor (local_tokens.local_video_tokens); where it is not here (LookupError) or the
+    module is missing, the frames count as images by the default rule."""
+    if provider in ("openai", "anthropic"):
+        return frame_tokens(provider, clip, model_id, stated=True)
+    if provider == "google":
+        return gemini_video_tokens(clip, model_id)
+    if provider in ("vllm", "hf"):
+        try:
+            from support.backends.local_tokens import local_video_tokens
+
+            return local_video_tokens(model_id, _local_family(model_id), clip)
+        except (ImportError, LookupError):
+            pass
+    return frame_tokens(provider, clip, model_id)
+
+
 def request_tokens(provider: str, request: Request, model_id: str = "") -> TokenCount:
     """Input tokens of `request` for `provider`'s `model_id`: system, text parts and prefill,
-    and images."""
+    images, and clips (`video_tokens`)."""
     texts = [request.system or "", *(p.text or "" for p in request.parts), request.prefill or ""]
     rule = IMAGE_RULES.get(provider, openai_image_tokens)
     return TokenCount(
         text=sum(text_tokens(provider, t) for t in texts),
         image=sum(rule(*image_size(p), model_id) for p in request.images),
+        video=sum(video_tokens(provider, p.video, model_id) for p in request.videos if p.video),
     )

@@ -115,6 +115,8 @@ class ScriptRequest:
     # none)
     thinking: dict[str, Any] | None = field(default=None, hash=False)
     thinks: bool = False  # the server thinks for this request (thinking tokens in its usage)
+    # the user turn's clips: OpenAI-compatible `video_url` parts, Gemini inline `video/*` data
+    n_videos: int = 0
 
 
 @dataclass(frozen=True)
@@ -426,7 +428,7 @@ class LoopbackServer:
 def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
     """One protocol's request body -> ScriptRequest."""
     texts: list[str] = []
-    n_images = 0
+    n_images = n_videos = 0
     prefill = None
     system = None
     if protocol == "openai":
@@ -444,9 +446,12 @@ def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
                         texts.append(part["text"])
                     elif part.get("type") == "image_url":
                         n_images += 1
+                    elif part.get("type") == "video_url":
+                        n_videos += 1
         return ScriptRequest(
             protocol, model, system, tuple(texts), n_images, prefill, int(body.get("n") or 1),
             body.get("temperature"), body.get("max_completion_tokens") or body.get("max_tokens"),
+            n_videos=n_videos,
         )  # fmt: skip
     if protocol == "anthropic":
         system = body.get("system")
@@ -480,10 +485,16 @@ def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
             if "text" in part:
                 texts.append(part["text"])
             elif "inlineData" in part or "inline_data" in part:
-                n_images += 1
+                blob = part.get("inlineData") or part.get("inline_data") or {}
+                mime = str(blob.get("mimeType") or blob.get("mime_type") or "")
+                if mime.startswith("video/"):
+                    n_videos += 1
+                else:
+                    n_images += 1
     return ScriptRequest(
         protocol, model, system, tuple(texts), n_images, prefill,
         int(cfg.get("candidateCount") or 1), cfg.get("temperature"), cfg.get("maxOutputTokens"),
+        n_videos=n_videos,
     )  # fmt: skip
 
 

@@ -147,8 +147,39 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
+# the user content parts Chat Completions takes (platform.openai.com/docs/api-reference/chat/
+# create: text, image, audio, file); a clip's `video_url`, vLLM's, is not one of them (the
+# cookbook sends a video's frames as images: developers.openai.com/cookbook/examples/
+# gpt_with_vision_for_video_understanding; read 2026-12-06)
+OPENAI_CONTENT_PARTS = ("text", "image_url", "input_audio", "file")
+
+
+def _openai_unknown_part(body: dict[str, Any]) -> Refusal | None:
+    """A user content part of a type Chat Completions does not take: its 400 `invalid_value`
+    (the shape of the API's other unsupported values; the exact text for `video_url` was not
+    found quoted, so the wording follows theirs)."""
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in OPENAI_CONTENT_PARTS:
+                return openai_refusal(
+                    f"Invalid value: '{kind}'. Supported values are: "
+                    f"{_listed(OPENAI_CONTENT_PARTS)}.",
+                    f"messages[{i}].content[{j}].type",
+                    "invalid_value",
+                )
+    return None
+
+
 def check_openai(model: str, body: dict[str, Any]) -> Refusal | None:
     """A Chat Completions request's refusal, if the model rejects it."""
+    if _OPENAI_PLAIN.match(model) or _OPENAI_REASONING.match(model):  # OpenAI's own models
+        unknown = _openai_unknown_part(body)
+        if unknown is not None:
+            return unknown
     effort = body.get("reasoning_effort")
     if _OPENAI_PLAIN.match(model) and effort is not None:
         # a non-reasoning model: "Unsupported parameter: 'reasoning_effort' is not supported
@@ -250,6 +281,43 @@ PREFILL_WITH_THINKING = (  # n8n-io/n8n#22550, router-for-me/CLIProxyAPI#1109
     f"`thinking`. Please consult our documentation at {_DOCS}"
 )
 MIN_BUDGET = 1024
+# user content blocks the Messages API takes (platform.claude.com/docs/en/api/messages); any other
+# type is refused with the validator's union-tag text, as quoted from the API in AWS Bedrock's
+# Claude troubleshooting table ("messages.0.content.1: Input tag 'document' found using 'type'
+# does not match any of the expected tags: ...") (read 2026-12-06)
+ANTHROPIC_BLOCKS = (
+    "text", "image", "document", "search_result", "tool_use", "tool_result", "thinking",
+    "redacted_thinking", "server_tool_use", "web_search_tool_result", "container_upload",
+)  # fmt: skip
+# images a request may hold: "100 per request on the API, for models with a 200k-token context
+# window" (platform.claude.com/docs/en/build-with-claude/vision, "General limits"; 600 for the
+# others, not enforced: see the end); the API's text quoted in anthropics/claude-code#19822
+# ("Too much media: 0 document pages + 102 images > 100") (read 2026-12-06)
+ANTHROPIC_MAX_IMAGES = 100
+
+
+def _anthropic_media(body: dict[str, Any]) -> Refusal | None:
+    """A content block of a type the Messages API does not take, or more images than
+    ANTHROPIC_MAX_IMAGES."""
+    images = 0
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            continue
+        for j, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind not in ANTHROPIC_BLOCKS:
+                tags = ", ".join(f"'{t}'" for t in ANTHROPIC_BLOCKS)
+                return anthropic_refusal(
+                    f"messages.{i}.content.{j}: Input tag '{kind}' found using 'type' does not "
+                    f"match any of the expected tags: {tags}"
+                )
+            images += kind == "image"
+    if images > ANTHROPIC_MAX_IMAGES:
+        return anthropic_refusal(
+            f"Too much media: 0 document pages + {images} images > {ANTHROPIC_MAX_IMAGES}"
+        )
+    return None
 
 
 def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
@@ -291,6 +359,9 @@ def check_anthropic(model: str, body: dict[str, Any]) -> Refusal | None:
     temperature = body.get("temperature")
     if parsed is None:
         return None
+    media = _anthropic_media(body)
+    if media is not None:
+        return media
     family, version = parsed
     if version >= (4, 6) and prefill is not None:
         # platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-6#breaking-changes
@@ -437,10 +508,53 @@ def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
     return d.get(camel, d.get(snake))
 
 
+# Inline data: "Inline Data < 100MB" (ai.google.dev/gemini-api/docs/video-understanding and
+# .../file-input-methods, raised from 20 MB on 2026-01-12); a request over it is answered with the
+# API's payload text (google-gemini/deprecated-generative-ai-android#26: "Request payload size
+# exceeds the limit: 4194304 bytes.", a 400 INVALID_ARGUMENT) at the new limit, counting the
+# inline parts' base64 as sent. Video MIME types: the video-understanding page's "Supported video
+# formats"; another is refused as the API refuses an unknown type ("Unsupported MIME type: ...")
+# (read 2026-12-06)
+GEMINI_INLINE_BYTES = 100 * 10**6
+GEMINI_VIDEO_MIMES = (
+    "video/mp4", "video/mpeg", "video/mov", "video/avi", "video/x-flv", "video/mpg",
+    "video/webm", "video/wmv", "video/3gpp",
+)  # fmt: skip
+
+
+def _inline_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's inline data objects (inlineData, as the SDK sends it, or inline_data)."""
+    found = []
+    for content in body.get("contents") or []:
+        for part in (content.get("parts") if isinstance(content, dict) else None) or []:
+            blob = _get(part, "inlineData", "inline_data") if isinstance(part, dict) else None
+            if isinstance(blob, dict):
+                found.append(blob)
+    return found
+
+
+def _gemini_media(body: dict[str, Any]) -> Refusal | None:
+    """An inline video of a type the API does not take, or inline data over the limit."""
+    blobs = _inline_parts(body)
+    for blob in blobs:
+        mime = str(_get(blob, "mimeType", "mime_type") or "")
+        if mime.startswith("video/") and mime not in GEMINI_VIDEO_MIMES:
+            return gemini_refusal(f"Unsupported MIME type: {mime}")
+    size = sum(len(str(blob.get("data") or "")) for blob in blobs)
+    if size > GEMINI_INLINE_BYTES:
+        return gemini_refusal(
+            f"Request payload size exceeds the limit: {GEMINI_INLINE_BYTES} bytes."
+        )
+    return None
+
+
 def check_gemini(model: str, body: dict[str, Any]) -> Refusal | None:
     """A generateContent request's refusal, if the model rejects it."""
     gen = gemini_generation(model)
     thinking = _gemini_thinking(body)
+    media = _gemini_media(body) if gen is not None else None
+    if media is not None:
+        return media
     if gen is None or thinking is None:
         return None
     if gen.budget is None and gen.levels is None:
@@ -529,7 +643,10 @@ def thinking_settings(protocol: str, body: dict[str, Any]) -> dict[str, Any] | N
     return out or None
 
 
-# Not enforced (not found in the sources, or not needed by the suite): OpenAI top_p / logprobs on
+# Not enforced (not found in the sources, or not needed by the suite): Anthropic's 600 images a
+# request for models with a context window over 200k tokens (100 is enforced for every Claude id)
+# and 2000 px a side when a request holds more than 20 images; Gemini's videoMetadata.fps range
+# (0, 24] and its 10 videos a prompt; OpenAI top_p / logprobs on
 # reasoning models, `n` > 1 on reasoning models, a trailing assistant message on OpenAI reasoning
 # models (accepted here, as Chat Completions accepts it on other models); Anthropic top_p / top_k,
 # effort levels per model (xhigh, max), thinking on Claude 3.5 and earlier; Gemini includeThoughts
