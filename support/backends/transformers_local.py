@@ -32,6 +32,14 @@ token limits are as they were). Each sample is split by `split_local` (the promp
 the span is open): `texts` the answer, `thinking` the span, and `usage.reasoning_tokens` its
 tokens. Every model reports each sample's finish reason: "length" for a row that reached its
 token limit without an end-of-turn token, else "stop".
+
+Video: a family whose processor takes a clip (`Family.video`: Qwen2-VL, Qwen2.5-VL, Qwen3-VL,
+LLaVA-OneVision) reads the "video" modality; each clip goes to the processor's `videos=` as its
+sampled frames, with the metadata and `do_sample_frames` vLLM passes that family
+(support.backends.local_tokens.processor_inputs, the call the dry run's count makes too), so
+`hf:` and `vllm:` see the same prompt tokens: Qwen2.5-VL's `second_per_grid_ts` from the sampled
+rate, Qwen3-VL's per-frame timestamps in the prompt. Other families refuse a clip, request by
+request (the engine's modality check).
 """
 
 from __future__ import annotations
@@ -54,12 +62,13 @@ from support.backends.base import (
     register_provider,
 )
 from support.backends.chat_template import render_prompt, request_images
-from support.backends.families import Family, family_of, family_of_config
+from support.backends.families import Family, family_modalities, family_of, family_of_config
 from support.backends.local_thinking import (
     LocalThinking,
     split_local,
     token_counter,
 )
+from support.backends.local_tokens import clip_sampling, processor_inputs, request_clips
 from support.backends.model_folder import checked_folder, revision_for
 from support.backends.thinking import (
     Thinking,
@@ -160,6 +169,8 @@ class TransformersBackend(Backend):
         self.model_id = model_id
         self.path = checked_folder(name, model_id)
         self.family = family_of(model_id)
+        # text and images; "video" where the family's processor takes a clip (set again at load)
+        self.modalities = family_modalities(type(self).modalities, self.family)
         self.device = resolve_device(name, device)
         self.max_batch = max_batch
         self.max_new_tokens = max_new_tokens
@@ -206,6 +217,7 @@ class TransformersBackend(Backend):
                 dtype = getattr(torch, self.dtype)
             model = AutoModelForImageTextToText.from_pretrained(source, **{_dtype_keyword(): dtype})
             self.family = self.family or family_of_config(model.config.to_dict())
+            self.modalities = family_modalities(type(self).modalities, self.family)
             tokenizer = getattr(processor, "tokenizer", processor)
             self.local_thinking.decide(processor)
             tokenizer.padding_side = "left"  # generation continues each row at the end
@@ -233,14 +245,8 @@ class TransformersBackend(Backend):
         images: list[Any] = [im for found in per_request for im in found]
         if self.family is not None and self.family.nested_images and images:
             images = per_request  # one list per prompt: Mllama's processor refuses a flat batch
-        bos = tokenizer.bos_token
-        inputs = processor(
-            text=prompts,
-            images=images or None,
-            padding=True,
-            return_tensors="pt",
-            add_special_tokens=not (bos and prompts[0].startswith(bos)),  # template has the BOS
-        )
+        clips = [c for r in requests for c in request_clips(r)]
+        inputs = processor(**processor_inputs(processor, self.family, prompts, images, clips))
         inputs = {
             k: v.to(self.device, model.dtype) if v.is_floating_point() else v.to(self.device)
             for k, v in inputs.items()
@@ -281,15 +287,18 @@ class TransformersBackend(Backend):
         return responses
 
     def _run(self, requests: list[Request]) -> list[Response]:
-        """Blocking: group by (n, temperature), generate each group, answer in request order."""
+        """Blocking: group by (n, temperature, and the clips' do_sample_frames where the family
+        is given it: one processor call takes one), generate each group, answer in request
+        order."""
         import torch
 
-        groups: dict[tuple[int, float], list[int]] = {}
-        for i, r in enumerate(requests):
-            groups.setdefault((r.n, max(r.temperature, 0.0)), []).append(i)
         responses: list[Response | None] = [None] * len(requests)
         with self._lock:
-            self.load()
+            self.load()  # the family first: a hub id's is known once loaded
+            groups: dict[tuple[int, float, bool | None], list[int]] = {}
+            for i, r in enumerate(requests):
+                sampling = clip_sampling(self.family, request_clips(r))
+                groups.setdefault((r.n, max(r.temperature, 0.0), sampling), []).append(i)
             with torch.inference_mode():
                 for indices in groups.values():
                     group = self._generate_group([requests[i] for i in indices])
