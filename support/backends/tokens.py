@@ -165,11 +165,9 @@ def frame_tokens(provider: str, clip: Clip, model_id: str = "", stated: bool = F
     return total
 
 
-@functools.cache
-def _local_family(model_id: str) -> Any:
-    from support.backends.families import family_of
-
-    return family_of(model_id)
+# local model ids whose processor did not count a clip (not here, or no video): counted by the
+# default rule from then on, without asking again
+_uncounted: set[str] = set()
 
 
 def video_tokens(provider: str, clip: Clip, model_id: str = "") -> int:
@@ -180,13 +178,14 @@ def video_tokens(provider: str, clip: Clip, model_id: str = "") -> int:
         return frame_tokens(provider, clip, model_id, stated=True)
     if provider == "google":
         return gemini_video_tokens(clip, model_id)
-    if provider in ("vllm", "hf"):
+    if provider in ("vllm", "hf") and model_id not in _uncounted:
         try:
+            from support.backends.families import family_of
             from support.backends.local_tokens import local_video_tokens
 
-            return local_video_tokens(model_id, _local_family(model_id), clip)
+            return local_video_tokens(model_id, family_of(model_id), clip)
         except (ImportError, LookupError):
-            pass
+            _uncounted.add(model_id)
     return frame_tokens(provider, clip, model_id)
 
 
