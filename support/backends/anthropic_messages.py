@@ -11,6 +11,9 @@ Prefill is native: a trailing assistant turn, which the model continues; `texts`
 continuation. The API rejects a final assistant turn that ends in whitespace, so the prefill is
 sent right-stripped.
 
+The Messages API takes images, not video: a clip goes as its sampled frames, each after a text
+stating its time (api_models.plan, RequestRules.video FRAMES), 100 images a request at most.
+
 The API has no `n`: a request for n samples makes n concurrent calls (asyncio.gather) and sums
 their usage; the engine's concurrency limit counts it as one request. The API has no seed either:
 `Request.seed` is ignored. anthropic 2.x dropped `temperature` from `messages.create`'s signature;

@@ -15,6 +15,10 @@ Prefill (the class's `prefill`):
   turn and answers after it. Answers may differ from a true continuation.
 Either way `Response.texts` holds only the generated text, never the prefill.
 
+A clip: `openai:` models take no video (api_models.openai_rules: its frames, each after a text
+stating its time, spliced as images like any other); an `openai-compatible:` server gets the
+file as its `video_url` (vLLM's chat API decodes and samples it itself).
+
 `n` samples come from one call (`n=`); `seed` is sent when set (best effort on OpenAI's side).
 
 The body is built here (`openai_body`) and posted through the SDK's own `post` (its auth, retries,
