@@ -19,6 +19,13 @@ of Qwen3-VL differs from the instruct one only in its template (the assistant tu
 one's. Both engines run float32 (`--dtype float32`): vLLM's CPU platform would otherwise run the
 tiny float32 checkpoints in bfloat16.
 
+Video: every family vLLM loads takes a clip, so their sessions send surgvqa's questions as video
+(`--surgvqa-input video`: each 8-second, 1 fps synthetic clip whole); Llama-3.2-Vision's, and the
+tiny LLaVA's in test_vllm_engine.py, send frames. On each family the same clip must then be the
+same prompt, token for token in count, and the same greedy answer offline (`vllm:`, the frames
+and their metadata), served (`openai-compatible:`, the file as a `video_url` that the server
+decodes and samples itself) and on `hf:` (the processor's `videos=`): the check peers lack.
+
 Marked `vllm` and `slow`: `.ci/vllm` runs it in the vLLM venv (vLLM 0.32's CPU build, transformers
 with torchvision); elsewhere it is skipped.
 """
@@ -57,6 +64,7 @@ ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CONFIGURE_LOGGING": "0"}
 # both engines in float32, the tiny checkpoints' dtype (vLLM's CPU platform would run bfloat16)
 DTYPE = "--dtype=float32"
 SERVED = tuple(f for f in VLLM_FAMILIES if f != "qwen3_vl_thinking")
+VIDEO = "--surgvqa-input=video"  # the families vLLM loads all take video (families.py)
 
 
 # the thinking family's room for its <think> span (tokens): the default 4,096 lets the random
@@ -104,6 +112,8 @@ def _run(family: str, folder: Path, shared_cache: Path, tmp_path_factory):
     models = _models(family, folder)
     args = [*(f"--model={m}" for m in models), f"--max-images={MAX_IMAGES}", "--device=cpu", DTYPE]
     args += [LANE_MAX_TOKENS, "-k", EVERY_SHAPE]
+    if family in VLLM_FAMILIES:
+        args.append(VIDEO)
     with contextlib.ExitStack() as stack:
         if family in SERVED:
             log = tmp / "vllm-server.log"
@@ -235,3 +245,45 @@ def test_greedy_answers_are_the_same_on_hf_and_vllm(runs, family, folders):
              _by_case(on_vllm[ev])[keys[0]]["raw"][:120])
         for ev, keys in differ.items() if keys
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("family", SERVED)
+def test_a_clip_is_the_same_prompt_and_answer_offline_served_and_on_hf(runs, family, folders):
+    """surgvqa's questions sent as video: per case, the prompt's token count (the clip's tokens,
+    Qwen3-VL's timestamps included) is the same offline, served and on `hf:`, and the greedy
+    answer offline is the served one's."""
+    _, rows = runs(family)
+    assert rows is not None, "the family's run failed: see its own test"
+    offline = _by_case(rows[f"vllm:{folders[family]}"]["surgvqa"])
+    served = _by_case(rows[f"openai-compatible:{family}"]["surgvqa"])
+    on_hf = _by_case(rows[f"hf:{folders[family]}"]["surgvqa"])
+    clips = sorted(k for k in offline if k.startswith("vqa-"))
+    assert clips and all(served[k]["extra"]["sent"]["input"] == "video" for k in clips)
+    tokens = {k: [by[k]["usage"]["input_tokens"] for by in (offline, served, on_hf)] for k in clips}
+    assert all(len(set(t)) == 1 for t in tokens.values()), tokens
+    assert all(t[0] > 8 * 4 for t in tokens.values()), tokens  # the clip's 8 frames in it
+    differ = [k for k in clips if not _same_text(offline[k]["raw"], served[k]["raw"])]
+    assert not differ, [(k, offline[k]["raw"][:80], served[k]["raw"][:80]) for k in differ]
+
+
+def test_a_clip_offline_is_what_a_vllm_server_decodes(shared_cache):
+    """The frames and metadata `vllm:` sends for a clip (support.videos.read_clip at the clip's
+    own rate, Clip.metadata) are, pixel for pixel and field for field, what a vLLM server's
+    video loader makes of the same file (vllm.multimodal.video.VideoBackend, OpenCV), but the
+    decoder's name; a clip sampled at half its rate keeps every other frame, and then tells the
+    processor not to sample again."""
+    import numpy as np
+    from vllm.multimodal.video import VideoBackend
+
+    from support.evaluations.surgvqa.synthetic import ensure_surgvu
+    from support.videos import read_clip
+
+    path = next(ensure_surgvu(shared_cache).rglob("case001.mp4"))
+    clip = read_clip(path, fps=1.0)
+    frames, metadata = VideoBackend.load_bytes(path.read_bytes(), num_frames=32)
+    assert np.array_equal(clip.array(), frames)
+    ours = clip.metadata()
+    assert ours.pop("video_backend") == "pyav" and metadata.pop("video_backend") == "opencv"
+    assert ours == metadata and ours["do_sample_frames"] is True
+    half = read_clip(path, fps=0.5).metadata()
+    assert half["frames_indices"] == [0, 2, 4, 6] and half["do_sample_frames"] is False
