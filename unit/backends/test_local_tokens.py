@@ -11,7 +11,6 @@ selects them; no vLLM is used).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -32,19 +31,9 @@ from support.backends.local_tokens import (
 )
 from support.types import Part, Request
 from support.videos import Clip, read_clip
+from unit.helpers.video_families import VIDEO_FAMILIES, needs_torchvision
 
-VIDEO_FAMILIES = ("qwen2_5_vl", "qwen3_vl", "llava_onevision")
 QUESTION = "What happens in the clip?"
-
-
-def needs_torchvision(test):
-    """Marked `vllm` (the lane's venv runs it) and `slow` (three tiny checkpoints built and
-    loaded, ~10 s), and skipped where torchvision is missing."""
-    skip = pytest.mark.skipif(
-        importlib.util.find_spec("torchvision") is None,
-        reason="the family's video processor imports torchvision (the real-engine lane has it)",
-    )
-    return pytest.mark.vllm(pytest.mark.slow(skip(test)))
 
 
 def made_clip(indices: tuple[int, ...], total: int, fps: float = 2.0) -> Clip:

@@ -14,7 +14,6 @@ lacks: those tests are skipped there and run in the real-engine lane's venv (mar
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import math
 import os
@@ -35,19 +34,8 @@ from support.client.engine import ModelClient
 from support.evaluations.surgvqa.video import write_video
 from support.types import Part, Request
 from support.videos import Clip, read_clip
+from unit.helpers.video_families import VIDEO_FAMILIES, needs_torchvision
 
-
-def needs_torchvision(test):
-    """Marked `vllm` (the lane's venv runs it) and `slow` (the first builds three tiny
-    checkpoints, ~8 s), and skipped where torchvision is missing."""
-    skip = pytest.mark.skipif(
-        importlib.util.find_spec("torchvision") is None,
-        reason="the family's video processor imports torchvision (the real-engine lane has it)",
-    )
-    return pytest.mark.vllm(pytest.mark.slow(skip(test)))
-
-
-VIDEO_FAMILIES = ("qwen2_5_vl", "qwen3_vl", "llava_onevision")
 FRAMES, WIDTH, HEIGHT = 8, 640, 512  # the test clip: 8 frames of 640x512 px at 1 fps
 QUESTION = "What happens in the clip?"
 
