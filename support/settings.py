@@ -60,6 +60,9 @@ class ApiSettings:
     concurrency: int | str | None = None  # N, "auto" (adaptive) or None: each backend's default
     batch: str | None = None  # `--batch` mode (wait, submit, collect); None: synchronous
     batch_poll_s: float = 30.0  # `--batch-poll`: seconds between status reads of a batch
+    # `--server-video`: how an openai-compatible: server is sent a clip: "native" (its
+    # `video_url`) or "frames" (timestamped images, for a server that takes no video)
+    server_video: str = "native"
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,8 @@ class BackendOptions:
     # the model variant's thinking setting (support/backends/thinking.py); None: the model's
     # own default
     thinking: Thinking | None = None
+    # how an openai-compatible: server takes a clip (`--server-video`): "native" or "frames"
+    server_video: str = ApiSettings.server_video
 
     def base_for(self, provider: str) -> str | None:
         """The endpoint of `provider`'s models: its own (`api_bases`), else `api_base`."""

@@ -42,7 +42,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import Answer, ApiBackend, public_url
-from support.backends.api_models import PLAIN_RULES, RequestRules, plan
+from support.backends.api_models import FRAMES, PLAIN_RULES, RequestRules, plan
 from support.backends.base import (
     NATIVE_PREFILL,
     Backend,
@@ -478,7 +478,12 @@ class OpenAICompatibleBackend(OpenAIChatBackend):
     def create(cls, name: str, model_id: str, opts: BackendOptions) -> Backend:
         if not opts.base_for(cls.provider):
             raise BackendUnavailable(f"openai-compatible:{model_id} needs --api-base URL")
-        return super().create(name, model_id, opts)
+        backend = super().create(name, model_id, opts)
+        if opts.server_video == FRAMES:  # a server that takes no video: a clip as its frames
+            assert isinstance(backend, OpenAICompatibleBackend)
+            backend.rules = dataclasses.replace(backend.rules, video=FRAMES)
+            backend.identity["video"] = FRAMES  # other requests than native's: other answers
+        return backend
 
     def __init__(self, name: str, model_id: str, **kw: Any) -> None:
         super().__init__(name, model_id, **kw)

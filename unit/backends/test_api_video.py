@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -24,7 +25,7 @@ pytest.importorskip("google.genai")
 
 from support.backends import api_models as am
 from support.backends.anthropic_messages import AnthropicBackend
-from support.backends.base import BackendError
+from support.backends.base import BackendError, BackendOptions
 from support.backends.gemini import GEMINI_INLINE_BYTES, GeminiBackend
 from support.backends.openai_chat import (
     OpenAIChatBackend,
@@ -177,6 +178,34 @@ def test_openai_compatible_gets_the_file_as_its_video_url(clip, tmp_path):
     url = content[0]["video_url"]["url"]
     assert url == "data:video/mp4;base64," + base64.b64encode(clip.data).decode("ascii")
     assert (request.n_images, request.n_videos) == (0, 1) and response.adapted == ()
+
+
+def test_a_server_that_takes_no_video_is_sent_the_frames_under_server_video_frames(
+    clip, tmp_path, monkeypatch
+):
+    """`--server-video frames`: the clip as its timestamped frames, recorded as adapted, and the
+    answers cached apart from the native path's (the identity says so; the default's does not)."""
+    seen.clear()
+    monkeypatch.setenv("VLMBENCH_API_KEY", KEY)
+    opts = BackendOptions(api_base="http://unused/v1", server_video="frames")
+    with LoopbackServer(script, api_key=KEY, record_dir=tmp_path / "bodies") as server:
+        opts = dataclasses.replace(opts, api_base=server.url + "/v1")
+        backend = OpenAICompatibleBackend.create("openai-compatible:loop-model", "loop-model", opts)
+        response = ask(backend, video_request(clip))
+    (body,) = bodies(tmp_path / "bodies")
+    content = body["messages"][-1]["content"]
+    assert [c["type"] for c in content] == ["text", "image_url"] * 3 + ["text"]
+    assert [c["text"] for c in content if c["type"] == "text"] == [*labels(clip), QUESTION]
+    assert response.adapted == (
+        "video sent as 3 frames with their timestamps (the API takes no video)",
+    )
+    assert backend.identity["video"] == "frames"
+    native = OpenAICompatibleBackend.create(
+        "openai-compatible:loop-model",
+        "loop-model",
+        dataclasses.replace(opts, server_video="native"),
+    )
+    assert "video" not in native.identity and native.rules.video == am.NATIVE
 
 
 def fake_clip(frames: int, data: bytes = b"\0" * 64, mime: str = "video/mp4") -> Clip:
