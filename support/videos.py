@@ -233,6 +233,13 @@ def read_clip(
             stream = container.streams.video[0]
             for index, frame in enumerate(container.decode(stream)):
                 decoded = index + 1
+                # a header can lie: the caps hold for what decodes too
+                if frame.width * frame.height > MAX_FRAME_PIXELS or decoded > MAX_FRAMES:
+                    raise VideoDecodeError(
+                        f"{where}: frame {index} decodes at {frame.width}x{frame.height} px, "
+                        f"past the caps its header passed (MAX_FRAME_PIXELS = "
+                        f"{MAX_FRAME_PIXELS:,}, MAX_FRAMES = {MAX_FRAMES:,})"
+                    )
                 t = float(frame.time) if frame.time is not None else 0.0
                 while want < len(times) and t + 1e-6 >= times[want]:
                     # the nearer of this frame and the one before it; a tie goes to the earlier
@@ -244,6 +251,8 @@ def read_clip(
                 if want == len(times):
                     break
                 prev = (t, index, frame)
+    except VideoDecodeError:
+        raise
     except (av.FFmpegError, OSError, ValueError) as exc:
         raise VideoDecodeError(f"{where}: the video does not decode ({exc})") from None
     if want < len(times):  # times past the last frame: the last frame

@@ -142,3 +142,15 @@ def test_each_cap_is_checked_from_the_header(six, monkeypatch, cap, value, says)
         probe_video(six)
     monkeypatch.undo()
     probe_video(six)  # within the caps: read
+
+
+@pytest.mark.parametrize(("cap", "value"), [("MAX_FRAMES", 3), ("MAX_FRAME_PIXELS", W * H - 1)])
+def test_a_header_that_lies_is_caught_while_decoding(six, monkeypatch, cap, value):
+    """A header that passed the caps (here: its check skipped) does not let larger frames or
+    more of them through: the decode checks each frame too, and names the file."""
+    monkeypatch.setattr(videos, "_check", lambda info, where: None)
+    monkeypatch.setattr(videos, cap, value)
+    with pytest.raises(VideoDecodeError, match=rf"^{six}: frame \d+ decodes at .*{cap}"):
+        read_clip(six, fps=1.0)
+    monkeypatch.undo()
+    assert len(read_clip(six, fps=1.0).frames) == 6
