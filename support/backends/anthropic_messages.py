@@ -105,6 +105,8 @@ def anthropic_params(
     elif setting is not None and setting.effort is not None:
         extra["thinking"] = {"type": "adaptive"}
         extra["output_config"] = {"effort": setting.effort}
+    if "thinking" in extra and rules.thinking_display is not None:  # Opus 4.7+: the text back
+        extra["thinking"]["display"] = rules.thinking_display
     params: dict[str, Any] = {
         "model": model_id,
         "max_tokens": sent.max_tokens,

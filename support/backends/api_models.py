@@ -61,6 +61,7 @@ CONTINUE_INSTRUCTION = (
 PREFILL_AS_INSTRUCTION = "prefill sent as a user-turn instruction (the model takes no prefill)"
 TEMPERATURE_OMITTED = "temperature omitted: the provider's default (the model refuses it)"
 TEMPERATURE_OMITTED_THINKING = "temperature omitted: the provider's default (refused with thinking)"
+SUMMARIZED = "summarized"  # Anthropic's thinking display that returns the thinking's text
 # how a model takes a clip (Part.video)
 NATIVE = "native"  # as the API's own video input (Gemini's inline video, a server's video_url)
 FRAMES = "frames"  # its sampled frames as images, each after a text stating its time
@@ -92,6 +93,10 @@ class RequestRules:
     max_images: int | None = None  # images a request may hold; None: not documented here
     # NATIVE: a clip goes as the API's video input; FRAMES: as its frames (the API takes none)
     video: str = NATIVE
+    # the thinking display asked for when the suite turns thinking on (Anthropic's
+    # `thinking.display`): "summarized" where the model's default hides the text; None: the
+    # model's default already shows it, or its API has no such field
+    thinking_display: str | None = None
     sources: tuple[str, ...] = ()  # where each rule was read (docs/api-models.md)
 
     def takes(self, thinking: Thinking) -> str | None:
@@ -321,6 +326,9 @@ ANTHROPIC_SOURCES = (
     "https://platform.claude.com/docs/en/build-with-claude/effort",
     "https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-6",
     "https://platform.claude.com/docs/en/build-with-claude/vision",
+    # thinking.display defaults to "omitted" from Opus 4.7 on: "thinking content omitted by
+    # default" (read 2026-12-06)
+    "https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7",
 )
 # adaptive thinking: tokens of room beside the answer (the suite's choice: the vendor documents
 # no size; thinking counts toward max_tokens)
@@ -338,11 +346,12 @@ def claude_version(model_id: str) -> tuple[int, int] | None:
 def anthropic_rules(model_id: str) -> RequestRules:
     """RequestRules of a Claude id by its version: manual thinking from 3.7 to 4.5; from 4.6 no
     prefill and adaptive thinking with an effort; from 4.7 no temperature; from 5 thinking on
-    by default. Every one: up to 100 images a request, a clip as its frames (the vision page:
-    images only, "100 per request on the API" for a 200k-token context window; 600 for the
-    others, not used here)."""
+    by default, and from 4.7 the summarized thinking display asked for where thinking is turned
+    on (the default there is "omitted": thinking blocks with an empty text). Every one: up to 100
+    images a request, a clip as its frames (the vision page: images only, "100 per request on the
+    API" for a 200k-token context window; 600 for the others, not used here)."""
     version = claude_version(model_id) or (0, 0)
-    plain = RequestRules(max_images=100, video=FRAMES, sources=ANTHROPIC_SOURCES[3:])
+    plain = RequestRules(max_images=100, video=FRAMES, sources=ANTHROPIC_SOURCES[3:4])
     if version < (3, 7):  # no extended thinking
         return plain
     manual = dataclasses.replace(
@@ -366,11 +375,13 @@ def anthropic_rules(model_id: str) -> RequestRules:
         default_effort="high",
         budget_range=None,
         allowance=ANTHROPIC_ROOM,
-        sources=ANTHROPIC_SOURCES,
+        sources=ANTHROPIC_SOURCES[:4],
     )
     if version < (4, 7):
         return adaptive
-    adaptive = dataclasses.replace(adaptive, temperature=REFUSED)
+    adaptive = dataclasses.replace(
+        adaptive, temperature=REFUSED, thinking_display=SUMMARIZED, sources=ANTHROPIC_SOURCES
+    )
     if version < (5, 0):
         return adaptive
     return dataclasses.replace(adaptive, thinks_by_default=True)
@@ -525,6 +536,8 @@ def describe(rules: RequestRules, thinking: Thinking | None) -> Mapping[str, str
     if rules.thinking != NO_THINKING:
         out["thinking"] = thinking.label if thinking is not None else "provider default"
         out["thinking_room_tokens"] = str(rules.room(thinking))
+    if rules.thinking_display is not None and thinking is not None:
+        out["thinking_display"] = rules.thinking_display  # asked for (anthropic_messages.py)
     return out
 
 

@@ -140,11 +140,13 @@ def test_claude_46_takes_no_prefill_47_no_temperature():
     assert opus47["messages"][-1]["role"] == "user" and "temperature" not in opus47["extra_body"]
     assert opus47["max_tokens"] == 16  # adaptive thinking is off unless asked on 4.x
     thinking = anthropic("claude-opus-4-7", req(), Thinking(effort="xhigh"))
-    assert thinking["extra_body"] == {
-        "thinking": {"type": "adaptive"},
+    assert thinking["extra_body"] == {  # its default display hides the text: summarized asked
+        "thinking": {"type": "adaptive", "display": "summarized"},
         "output_config": {"effort": "xhigh"},
     }
     assert thinking["max_tokens"] == 16 + am.ANTHROPIC_ROOM
+    opus46 = anthropic("claude-opus-4-6", req(), Thinking(effort="high"))
+    assert opus46["extra_body"]["thinking"] == {"type": "adaptive"}  # summarized by default
     five = anthropic("claude-sonnet-5-5", req())  # thinks by default: room left for it
     assert five["max_tokens"] == 16 + am.ANTHROPIC_ROOM and "thinking" not in five["extra_body"]
 
