@@ -1,6 +1,6 @@
 """A scripted model server on 127.0.0.1 that speaks three vendors' wire protocols, with faults.
 
-    OpenAI     POST /v1/chat/completions
+    OpenAI     POST /v1/chat/completions, POST /v1/responses (the Responses API)
     Anthropic  POST /v1/messages
     Gemini     POST /v1beta/models/<model>:generateContent
 
@@ -24,7 +24,10 @@ Claude 5, Gemini 2.5 and 3 by default) thinks `thinking_tokens` tokens (`--think
 the script's `ScriptAnswer.thinking`, capped by the request's budget), which count against its
 output limit: past it the answer is cut (finish_reason "length", stop_reason "max_tokens",
 finishReason "MAX_TOKENS"), possibly to nothing. Usage reports them: OpenAI
-`completion_tokens_details.reasoning_tokens` (Chat Completions returns no reasoning text),
+`completion_tokens_details.reasoning_tokens` (Chat Completions returns no reasoning text; the
+Responses API `output_tokens_details.reasoning_tokens`, a reasoning item before the message whose
+summary holds the thinking's text only when `reasoning.summary` asks for it, and status
+"incomplete" with `incomplete_details.reason` "max_output_tokens" for a cut answer),
 Anthropic `output_tokens` with a thinking block before the text (its text empty where the display
 is "omitted"), Gemini `thoughtsTokenCount` and thought parts with `includeThoughts`.
 The server listens on 127.0.0.1 only and stops by itself after `lifetime_s`. For tests and
@@ -102,7 +105,7 @@ THINKING_FILLER = "Let me look at the image and the question step by step. "
 class ScriptRequest:
     """A request in protocol-neutral form, as a script sees it."""
 
-    protocol: str  # "openai" | "anthropic" | "gemini"
+    protocol: str  # "openai" | "responses" (OpenAI's Responses API) | "anthropic" | "gemini"
     model: str
     system: str | None
     texts: tuple[str, ...]  # the user turn's text parts, in order
@@ -223,6 +226,8 @@ class ServerStats:
     headers: list[dict[str, str]] = field(default_factory=list)  # the last model requests'
     hostile: Counter = field(default_factory=Counter)  # hostile answers sent, by kind
     listed: int = 0  # GET requests of the models lists (any answer, 401s included)
+    # model requests past the key check, by protocol ("openai", "responses", "anthropic", ...)
+    protocols: Counter = field(default_factory=Counter)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -419,6 +424,7 @@ class LoopbackServer:
                 "refused": st.refused,
                 "refusals": list(st.refusals),
                 "listed": st.listed,
+                "protocols": dict(st.protocols),
             }
         times = os.times()  # the whole server process, all threads
         data["cpu_s"] = times.user + times.system
@@ -453,6 +459,8 @@ def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
             body.get("temperature"), body.get("max_completion_tokens") or body.get("max_tokens"),
             n_videos=n_videos,
         )  # fmt: skip
+    if protocol == "responses":
+        return _normalize_responses(model, body)
     if protocol == "anthropic":
         system = body.get("system")
         if isinstance(system, list):
@@ -495,6 +503,41 @@ def normalize(protocol: str, model: str, body: dict[str, Any]) -> ScriptRequest:
         protocol, model, system, tuple(texts), n_images, prefill,
         int(cfg.get("candidateCount") or 1), cfg.get("temperature"), cfg.get("maxOutputTokens"),
         n_videos=n_videos,
+    )  # fmt: skip
+
+
+def _normalize_responses(model: str, body: dict[str, Any]) -> ScriptRequest:
+    """A Responses API body -> ScriptRequest: `instructions` (or a system / developer message)
+    as the system text, the user messages' input_text and input_image parts, a last assistant
+    message as the prefill; one sample (the API has no `n`)."""
+    texts: list[str] = []
+    n_images = 0
+    prefill = None
+    system = body.get("instructions") if isinstance(body.get("instructions"), str) else None
+    items = body.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        content = item.get("content")
+        parts = [{"type": "input_text", "text": content}] if isinstance(content, str) else content
+        role = item.get("role")
+        if role in ("system", "developer"):
+            system = (system + "\n\n" if system else "") + _joined(parts)
+        elif role == "assistant":
+            prefill = _joined(parts)
+        else:
+            for part in parts or []:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "input_text":
+                    texts.append(str(part.get("text", "")))
+                elif part.get("type") == "input_image":
+                    n_images += 1
+    return ScriptRequest(
+        "responses", model, system, tuple(texts), n_images, prefill, 1,
+        body.get("temperature"), body.get("max_output_tokens"),
     )  # fmt: skip
 
 
@@ -615,6 +658,8 @@ def render(
                 "rejected_prediction_tokens": 0,
             }
         return body
+    if protocol == "responses":
+        return _render_responses(model, answers[0], usage, thoughts[0] if thoughts else None)
     if protocol == "anthropic":
         blocks: list[dict[str, Any]] = [{"type": "text", "text": answers[0]}]
         if thoughts is not None:  # the thinking block first; no text block if cut to nothing
@@ -652,6 +697,48 @@ def render(
     if thoughts is not None:
         usage_metadata["thoughtsTokenCount"] = thought_tokens
     return {"candidates": candidates, "usageMetadata": usage_metadata, "modelVersion": model}
+
+
+def _render_responses(
+    model: str, text: str, usage: tuple[int, int], thought: Thought | None
+) -> dict[str, Any]:
+    """A Responses API response (platform.openai.com/docs/api-reference/responses/object, read
+    2026-12-06): a reasoning item first where the model reasons (its summary's text only when
+    asked for), then the assistant message with one output_text part (none where the limit cut
+    the answer to nothing); status "incomplete" with `incomplete_details.reason`
+    "max_output_tokens" when cut; usage with input and output token details."""
+    prompt_tokens, completion_tokens = usage
+    output: list[dict[str, Any]] = []
+    if thought is not None:
+        summary = (
+            [{"type": "summary_text", "text": thought.text}] if thought.shown and thought.text
+            else []
+        )  # fmt: skip
+        output.append({"type": "reasoning", "id": "rs_loopback", "summary": summary})
+    if not (thought is not None and thought.cut and not text):
+        part = {"type": "output_text", "text": text, "annotations": []}
+        output.append({
+            "type": "message", "id": "msg_loopback", "status": "completed", "role": "assistant",
+            "content": [part],
+        })  # fmt: skip
+    cut = thought is not None and thought.cut
+    return {
+        "id": f"resp_loopback{hashlib.sha256(text.encode()).hexdigest()[:16]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": "incomplete" if cut else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+        "error": None,
+        "output": output,
+        "usage": {
+            "input_tokens": prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": thought.tokens if thought else 0},
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
 def retry_after_headers(wait_s: float) -> dict[str, str]:
@@ -743,6 +830,8 @@ class _Handler(BaseHTTPRequestHandler):
             stats.headers = [*stats.headers[-HEADERS_KEPT + 1 :], dict(self.headers)]
         if not self._authorized(protocol):
             return self._json(401, {"error": {"message": "invalid api key"}})
+        with self.owner.lock:
+            self.owner.stats.protocols[protocol] += 1
         if self._over_rate(batch=False):  # answered at once, the body neither recorded nor counted
             return
         if self._hostile(protocol, model, raw):
@@ -840,6 +929,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path.endswith("/chat/completions"):
             return "openai", ""
+        if path.endswith("/responses"):
+            return "responses", ""
         if path.endswith("/messages"):
             return "anthropic", ""
         if ":generateContent" in path and "/models/" in path:
@@ -848,7 +939,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _authorized(self, protocol: str) -> bool:
         key = self.owner.api_key
-        if protocol == "openai":
+        if protocol in ("openai", "responses"):
             return self.headers.get("Authorization") == f"Bearer {key}"
         if protocol == "anthropic":  # x-api-key, or a bearer token as newer SDKs send
             bearer = self.headers.get("Authorization") in (f"Bearer {key}", key)

@@ -1,6 +1,7 @@
 """The loopback server's batch endpoints, in the three vendors' wire protocols.
 
-    OpenAI     POST /v1/files (multipart, purpose "batch", a JSONL of requests)
+    OpenAI     POST /v1/files (multipart, purpose "batch", a JSONL of requests, each line's
+               `url` the batch's endpoint: /v1/chat/completions or /v1/responses)
                POST /v1/batches (`metadata` kept and returned), GET /v1/batches/<id>,
                POST /v1/batches/<id>/cancel, GET /v1/batches?limit=&after= (the list)
                GET /v1/files/<id>, GET /v1/files/<id>/content (output and error JSONL)
@@ -55,6 +56,11 @@ MAX_BATCHES = 256  # batches kept; the oldest is dropped past it
 MAX_FILES = 512  # uploaded and output files kept; the oldest is dropped past it
 WINDOW_S = 24 * 3600  # the completion window every batch states (seconds)
 LIST_DEFAULT = 20  # a list page's size when the client names none (OpenAI, Anthropic)
+# the endpoints an OpenAI batch's lines may name (platform.openai.com/docs/api-reference/batch/
+# create: "/v1/responses", "/v1/chat/completions", ...; every line's `url` is the batch's
+# endpoint; read 2026-12-06)
+RESPONSES_ENDPOINT = "/v1/responses"
+OPENAI_ENDPOINTS = ("/v1/chat/completions", RESPONSES_ENDPOINT)
 LIST_MAX = {"openai": 100, "anthropic": 1000, "gemini": 1000}  # the most a page holds
 ENDINGS = ("completed", "expired", "cancelled")
 GEMINI_BATCH_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch"
@@ -322,7 +328,10 @@ class BatchStore:
                 item.status = "errored"
             else:
                 try:
-                    item.response = self.answer(batch.protocol, item.model, item.body)
+                    protocol = batch.protocol
+                    if batch.extra.get("endpoint") == RESPONSES_ENDPOINT:  # OpenAI's Responses
+                        protocol = "responses"
+                    item.response = self.answer(protocol, item.model, item.body)
                     item.status = "succeeded"
                 except Refused as exc:  # the model's rules refuse it: the vendor's 400, per item
                     item.status, item.refusal = "errored", exc.refusal
@@ -367,8 +376,8 @@ class BatchStore:
         }
 
     def _create_openai(self, body: dict) -> Batch:
-        if body.get("endpoint") != "/v1/chat/completions":
-            raise ValueError(f"endpoint {body.get('endpoint')!r}: only /v1/chat/completions")
+        if body.get("endpoint") not in OPENAI_ENDPOINTS:
+            raise ValueError(f"endpoint {body.get('endpoint')!r}: one of {OPENAI_ENDPOINTS}")
         _, data = self._file(body["input_file_id"])
         items = []
         for line in data.decode().splitlines():

@@ -5,7 +5,8 @@ the model id and the parsed request body and returns the `Refusal` the real API 
 the model would reject (the HTTP status and the vendor's error JSON, with the message texts the
 vendors' pages and public issue threads quote), or None. `thinking_plan` says whether a compliant
 request thinks, how much it may, and whether its thinking text comes back; `thinking_settings` is
-the request's thinking settings in one normalized form, as a script sees them.
+the request's thinking settings in one normalized form, as a script sees them. OpenAI has two
+protocols here: "openai" (Chat Completions) and "responses" (the Responses API, `check_responses`).
 
 The rules are keyed by model-id patterns (the vendors' generations), parsed here from the id
 alone, and deliberately independent of the suite's own model table (support/backends/api_models.py):
@@ -96,6 +97,8 @@ class OpenAIGeneration:
     pattern: str
     levels: tuple[str, ...] | None  # reasoning_effort values accepted (None: not checked)
     default: str | None  # the effort of a request that names none (None: not "none")
+    # "max" only through the Responses API: Chat Completions refuses it (GPT-6.x Astra and Sol)
+    max_responses_only: bool = False
 
 
 # First match wins. Sources:
@@ -112,6 +115,11 @@ class OpenAIGeneration:
 #   set reasoning effort to none"), the models page, dev.to/aihubmix GPT-6.1 Terra post; "No GPT-6
 #   model defaults to none" (yologdev/yoagent v0.27.4) (read 2026-11-26, secondary sources).
 # - codex variants: levels not gathered, not checked.
+# - "max" on GPT-6.x Astra and Sol only through the Responses API: Chat Completions takes low to
+#   xhigh ("Chat Completions accepts low, medium, high, and xhigh, Responses API adds max",
+#   BerriAI/litellm-docs#1173 on gpt-6-astra, checked against the live API; "in Chat
+#   Completions, gpt-6.1-sol goes up to xhigh; use Responses for max", docs.laozhang.ai GPT-6
+#   notes, 2026-11-04) (read 2026-12-06). Not found for Terra and Luna: not enforced there.
 OPENAI_GENERATIONS: tuple[OpenAIGeneration, ...] = (
     OpenAIGeneration(r"^gpt-5.*codex", None, None),
     OpenAIGeneration(r"^gpt-5-pro", ("high",), "high"),
@@ -119,7 +127,7 @@ OPENAI_GENERATIONS: tuple[OpenAIGeneration, ...] = (
     OpenAIGeneration(r"^gpt-5(-mini|-nano)?(-\d{4}-\d{2}-\d{2})?$", _GPT5, "medium"),
     OpenAIGeneration(r"^gpt-5\.1(?!\d)", _GPT51, "none"),
     OpenAIGeneration(r"^gpt-5\.\d+", _GPT52, "none"),
-    OpenAIGeneration(r"^gpt-6(\.2-(astra|sol)|-astra|\.1-sol)", _GPT6_NO_NONE, None),
+    OpenAIGeneration(r"^gpt-6(\.2-(astra|sol)|-astra|\.1-sol)", _GPT6_NO_NONE, None, True),
     OpenAIGeneration(r"^gpt-6(\.1-terra|-luna|-sol)", _GPT6, None),
     OpenAIGeneration(r"^gpt-6", None, None),
     OpenAIGeneration(r"^o[134]", _O_SERIES, "medium"),
@@ -211,6 +219,19 @@ def check_openai(model: str, body: dict[str, Any]) -> Refusal | None:
             "reasoning_effort",
             "unsupported_value",
         )
+    if effort == "max" and gen.max_responses_only and gen.levels is not None:
+        # the exact text was not found quoted: the wording follows the Chat Completions
+        # refusals that send a client to /v1/responses ("Function tools with reasoning_effort are
+        # not supported for gpt-6-sol in /v1/chat/completions. To use function tools, use
+        # /v1/responses or set reasoning_effort to 'none'.", onyx-dot-app/onyx#15008)
+        chat = tuple(level for level in gen.levels if level != "max")
+        return openai_refusal(
+            "Unsupported value: 'reasoning_effort' does not support 'max' with this model in "
+            f"/v1/chat/completions. Supported values are: {_listed(chat)}. To use 'max', use "
+            "/v1/responses.",
+            "reasoning_effort",
+            "unsupported_value",
+        )
     temperature = body.get("temperature")
     effective = effort if effort is not None else gen.default
     if temperature is not None and temperature != 1 and effective != "none":
@@ -240,6 +261,132 @@ def _openai_plan(model: str, body: dict[str, Any]) -> ThinkingPlan | None:
         return ThinkingPlan()  # an unknown model asked to reason
     effective = effort if effort is not None else gen.default
     return ThinkingPlan(budget=0 if effective == "none" else None)
+
+
+# ---- OpenAI Responses --------------------------------------------------------------------------
+
+# the request body's fields (platform.openai.com/docs/api-reference/responses/create, the SDK's
+# ResponseCreateParams, openai 3.63; read 2026-12-06): any other is refused with OpenAI's
+# "unknown_parameter" code (its exact text for the Responses API was not found quoted: the
+# wording follows the Chat Completions refusals above)
+RESPONSES_FIELDS = frozenset({
+    "background", "conversation", "include", "input", "instructions", "max_output_tokens",
+    "max_tool_calls", "metadata", "model", "parallel_tool_calls", "previous_response_id",
+    "prompt", "prompt_cache_key", "prompt_cache_retention", "reasoning", "safety_identifier",
+    "service_tier", "store", "stream", "stream_options", "temperature", "text", "tool_choice",
+    "tools", "top_logprobs", "top_p", "truncation", "user",
+})  # fmt: skip
+# Chat Completions fields whose place in the Responses API is another (the API reference's
+# max_output_tokens and reasoning.effort; the texts were not found quoted: "unsupported_parameter"
+# with the field's new place, as the Chat Completions refusal names max_completion_tokens)
+RESPONSES_MOVED = {
+    "max_tokens": "max_output_tokens",
+    "max_completion_tokens": "max_output_tokens",
+    "reasoning_effort": "reasoning.effort",
+    "response_format": "text.format",
+}
+# input content parts (the API reference's input item content list; an assistant message's
+# output_text and refusal parts as a conversation's earlier turns carry them)
+RESPONSES_PARTS = ("input_text", "input_image", "input_file", "output_text", "refusal")
+RESPONSES_SUMMARIES = ("auto", "concise", "detailed")  # reasoning.summary
+
+
+def _responses_reasoning(body: dict[str, Any]) -> dict[str, Any]:
+    reasoning = body.get("reasoning")
+    return reasoning if isinstance(reasoning, dict) else {}
+
+
+def _responses_unknown_part(body: dict[str, Any]) -> Refusal | None:
+    items = body.get("input")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        content = item.get("content") if isinstance(item, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind not in RESPONSES_PARTS:
+                return openai_refusal(
+                    f"Invalid value: '{kind}'. Supported values are: {_listed(RESPONSES_PARTS)}.",
+                    f"input[{i}].content[{j}].type",
+                    "invalid_value",
+                )
+    return None
+
+
+def check_responses(model: str, body: dict[str, Any]) -> Refusal | None:
+    """A Responses API request's refusal, if the API or the model rejects it: a field it does
+    not have (`n`: the API has none; `max_tokens`: moved to `max_output_tokens`), an input part it
+    does not take, `reasoning` on a model that does not reason, an effort the model does not
+    take, a summary setting it does not know, or a temperature on a reasoning model that
+    reasons (platform.openai.com/docs/guides/reasoning; developers.openai.com/api/docs/guides/
+    deployment-checklist: "When reasoning effort is not none, remove temperature, top_p, and
+    top_logprobs"; read 2026-12-06)."""
+    for name in body:
+        if name in RESPONSES_MOVED:
+            return openai_refusal(
+                f"Unsupported parameter: '{name}'. In the Responses API, this parameter has "
+                f"moved to '{RESPONSES_MOVED[name]}'.",
+                name,
+                "unsupported_parameter",
+            )
+        if name not in RESPONSES_FIELDS:
+            return openai_refusal(f"Unknown parameter: '{name}'.", name, "unknown_parameter")
+    unknown = _responses_unknown_part(body)
+    if unknown is not None:
+        return unknown
+    reasoning = _responses_reasoning(body)
+    effort = reasoning.get("effort")
+    summary = reasoning.get("summary")
+    if summary is not None and summary not in RESPONSES_SUMMARIES:
+        return openai_refusal(
+            f"Invalid value: '{summary}'. Supported values are: {_listed(RESPONSES_SUMMARIES)}.",
+            "reasoning.summary",
+            "invalid_value",
+        )
+    if _OPENAI_PLAIN.match(model) and (effort is not None or summary is not None):
+        # the Chat Completions text for a non-reasoning model, at the Responses field
+        return openai_refusal(
+            "Unsupported parameter: 'reasoning.effort' is not supported with this model.",
+            "reasoning.effort",
+            "unsupported_parameter",
+        )
+    gen = openai_generation(model)
+    if gen is None:
+        return None
+    if effort is not None and gen.levels is not None and effort not in gen.levels:
+        # the Chat Completions wording at the Responses field (every level the model takes,
+        # "max" included)
+        return openai_refusal(
+            f"Unsupported value: 'reasoning.effort' does not support '{effort}' with this "
+            f"model. Supported values are: {_listed(gen.levels)}.",
+            "reasoning.effort",
+            "unsupported_value",
+        )
+    temperature = body.get("temperature")
+    effective = effort if effort is not None else gen.default
+    if temperature is not None and temperature != 1 and effective != "none":
+        # "Unsupported parameter: 'temperature' is not supported with this model." (the
+        # Responses API's 400 on reasoning models, quoted in incidentfox/incidentfox#111)
+        return openai_refusal(
+            "Unsupported parameter: 'temperature' is not supported with this model.",
+            "temperature",
+            "unsupported_parameter",
+        )
+    return None
+
+
+def _responses_plan(model: str, body: dict[str, Any]) -> ThinkingPlan | None:
+    """Reasoning models report reasoning tokens and think unless the effort is "none"; the
+    reasoning item carries a summary only when `reasoning.summary` asks for one (platform.openai.
+    com/docs/guides/reasoning, "Reasoning summaries"; read 2026-12-06)."""
+    reasoning = _responses_reasoning(body)
+    effort = reasoning.get("effort")
+    shown = reasoning.get("summary") in RESPONSES_SUMMARIES
+    gen = openai_generation(model)
+    if gen is None:
+        if effort is None or effort == "none" or _OPENAI_PLAIN.match(model):
+            return None
+        return ThinkingPlan(shown=shown)  # an unknown model asked to reason
+    effective = effort if effort is not None else gen.default
+    return ThinkingPlan(budget=0 if effective == "none" else None, shown=shown)
 
 
 # ---- Anthropic Messages ------------------------------------------------------------------------
@@ -609,24 +756,39 @@ def _gemini_plan(model: str, body: dict[str, Any]) -> ThinkingPlan | None:
 
 def check(protocol: str, model: str, body: dict[str, Any]) -> Refusal | None:
     """The refusal the named model's API answers this request with, or None."""
-    checks = {"openai": check_openai, "anthropic": check_anthropic, "gemini": check_gemini}
+    checks = {
+        "openai": check_openai,
+        "responses": check_responses,
+        "anthropic": check_anthropic,
+        "gemini": check_gemini,
+    }
     return checks[protocol](model, body)
 
 
 def thinking_plan(protocol: str, model: str, body: dict[str, Any]) -> ThinkingPlan | None:
     """How a compliant request thinks; None: it does not (and its answer renders as before)."""
-    plans = {"openai": _openai_plan, "anthropic": _anthropic_plan, "gemini": _gemini_plan}
+    plans = {
+        "openai": _openai_plan,
+        "responses": _responses_plan,
+        "anthropic": _anthropic_plan,
+        "gemini": _gemini_plan,
+    }
     return plans[protocol](model, body)
 
 
 def thinking_settings(protocol: str, body: dict[str, Any]) -> dict[str, Any] | None:
     """The request's thinking settings, normalized (None: it sets none): `effort` (OpenAI
-    reasoning_effort, Anthropic output_config.effort, Gemini thinkingLevel in lower case),
+    reasoning_effort, the Responses API's reasoning.effort, Anthropic output_config.effort,
+    Gemini thinkingLevel in lower case), `summary` (the Responses API's reasoning.summary),
     `budget` (Anthropic budget_tokens, Gemini thinkingBudget), `type` and `display` (Anthropic),
     `include_thoughts` (Gemini)."""
     out: dict[str, Any] = {}
     if protocol == "openai":
         out["effort"] = body.get("reasoning_effort")
+    elif protocol == "responses":
+        reasoning = _responses_reasoning(body)
+        out["effort"] = reasoning.get("effort")
+        out["summary"] = reasoning.get("summary")
     elif protocol == "anthropic":
         thinking = body.get("thinking") if isinstance(body.get("thinking"), dict) else {}
         out["type"] = thinking.get("type")
