@@ -68,6 +68,9 @@ FRAMES = "frames"  # its sampled frames as images, each after a text stating its
 VIDEO_AS_FRAMES = "video sent as {frames} frames with their timestamps (the API takes no video)"
 FRAME_LABEL = "Frame at {seconds:.1f} s:"  # the text before each frame sent as an image
 FRAME_JPEG_QUALITY = 95  # a frame sent as an image: JPEG at surgvqa's quality (from H.264)
+# which OpenAI API a model is sent through (RequestRules.api)
+CHAT = "chat"  # Chat Completions (POST /v1/chat/completions): every other vendor's is its own
+RESPONSES = "responses"  # the Responses API (POST /v1/responses): OpenAI's reasoning models
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,10 @@ class RequestRules:
     # `thinking.display`): "summarized" where the model's default hides the text; None: the
     # model's default already shows it, or its API has no such field
     thinking_display: str | None = None
+    # CHAT or RESPONSES: the OpenAI API the model is sent through (openai_chat.py,
+    # openai_responses.py); the Responses API returns reasoning summaries, Chat Completions
+    # only their count. Other providers' APIs are their own: CHAT, unread
+    api: str = CHAT
     sources: tuple[str, ...] = ()  # where each rule was read (docs/api-models.md)
 
     def takes(self, thinking: Thinking) -> str | None:
@@ -272,12 +279,23 @@ GPT6_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 OPENAI_VIDEO_SOURCE = (
     "https://developers.openai.com/cookbook/examples/gpt_with_vision_for_video_understanding"
 )
+# reasoning models through the Responses API: "Reasoning models work better with the Responses
+# API" and reasoning summaries (`reasoning.summary`) come back only there (the reasoning guide);
+# "Always start with the Responses API" and GPT-6.x's effort "max" is the Responses API's (the
+# deployment checklist; Chat Completions takes low to xhigh on GPT-6 Astra and Sol:
+# BerriAI/litellm-docs#1173) (read 2026-12-06)
+OPENAI_RESPONSES_SOURCES = (
+    "https://developers.openai.com/api/docs/guides/reasoning?api-mode=responses",
+    "https://platform.openai.com/docs/api-reference/responses/create",
+    "https://developers.openai.com/api/docs/guides/deployment-checklist",
+)
 
 
 def openai_rules(model_id: str) -> RequestRules:
     """RequestRules of an OpenAI model id by its generation: reasoning models (o-series, GPT-5,
-    GPT-6) take `max_completion_tokens` and a `reasoning_effort`, and temperature only at effort
-    "none" where they have it."""
+    GPT-6) go through the Responses API (`api` RESPONSES: `max_output_tokens`, `reasoning.effort`
+    and its summary; `token_field` is what Chat Completions would take, `max_completion_tokens`),
+    and take temperature only at effort "none" where they have it; the others Chat Completions."""
     model = model_id.lower()
     if not OPENAI_REASONING.match(model):
         sources = (OPENAI_SOURCES[0], OPENAI_VIDEO_SOURCE)
@@ -292,7 +310,8 @@ def openai_rules(model_id: str) -> RequestRules:
         allowance=OPENAI_REASONING_ROOM,
         max_images=500,
         video=FRAMES,
-        sources=(*OPENAI_SOURCES, OPENAI_VIDEO_SOURCE),
+        api=RESPONSES,
+        sources=(*OPENAI_SOURCES, OPENAI_VIDEO_SOURCE, *OPENAI_RESPONSES_SOURCES),
     )
     if model.startswith("gpt-6"):  # effort up to max; "none" only on the rows that say so
         return dataclasses.replace(base, efforts=GPT6_EFFORTS)
@@ -538,11 +557,16 @@ def describe(rules: RequestRules, thinking: Thinking | None) -> Mapping[str, str
         out["thinking_room_tokens"] = str(rules.room(thinking))
     if rules.thinking_display is not None and thinking is not None:
         out["thinking_display"] = rules.thinking_display  # asked for (anthropic_messages.py)
+    if rules.api == RESPONSES:  # OpenAI's Responses API (a Chat Completions model: as before)
+        out["api"] = RESPONSES
+        out["token_field"] = "max_output_tokens"
     return out
 
 
 def sent_fields(rules: RequestRules, thinking: Thinking | None = None) -> str:
     """The request fields a model is sent, in words (docs/api-models.md's table)."""
+    if rules.api == RESPONSES:
+        return responses_fields(rules)
     fields = [f"`{rules.token_field}`"]
     if rules.temperature == ANY:
         fields.append("`temperature`")
@@ -557,6 +581,35 @@ def sent_fields(rules: RequestRules, thinking: Thinking | None = None) -> str:
     if control:
         fields.append(f"{control} when chosen")
     return ", ".join(fields)
+
+
+def responses_fields(rules: RequestRules) -> str:
+    """The Responses API fields a model is sent, in words (openai_responses.py)."""
+    fields = ["`max_output_tokens`"]
+    if rules.temperature == ANY:
+        fields.append("`temperature`")
+    elif rules.temperature == AT_EFFORT_NONE:
+        fields.append('`temperature` at effort "none" only')
+    fields += ["`reasoning.effort` when chosen", '`reasoning.summary: "auto"`', "`store: false`"]
+    return ", ".join(fields)
+
+
+def api_words(provider: str, rules: RequestRules) -> str:
+    """The API a model is sent through, in words (docs/api-models.md's table)."""
+    if provider == "openai":
+        return "Responses" if rules.api == RESPONSES else "Chat Completions"
+    return {"anthropic": "Messages", "google": "generateContent"}.get(provider, provider)
+
+
+def thinking_text(provider: str, rules: RequestRules) -> str:
+    """Whether the thinking's text comes back (kept as the outcome's `thinking`), in words."""
+    if rules.thinking == NO_THINKING:
+        return "-"
+    if provider == "openai":
+        return "summary" if rules.api == RESPONSES else "no (a count only)"
+    if provider == "anthropic":
+        return "summary"  # summarized by default; asked for where the default omits it
+    return "summary (include_thoughts)" if provider == "google" else "-"
 
 
 def adaptations(rules: RequestRules) -> str:
@@ -598,8 +651,9 @@ def markdown_table() -> str:
     """The registered API models as docs/api-models.md shows them (unit/backends/test_api_models.py
     checks the page holds exactly this)."""
     lines = [
-        "| model | USD / 1M in, out (batch) | taken | sent | thinking | adapted |",
-        "|:--|:--|:--|:--|:--|:--|",
+        "| model | USD / 1M in, out (batch) | taken | API | sent | thinking | thinking text "
+        "| adapted |",
+        "|:--|:--|:--|:--|:--|:--|:--|:--|",
     ]
     for row in API_MODELS:
         rules = rules_for(row.provider, row.model_id)
@@ -607,7 +661,9 @@ def markdown_table() -> str:
         note = f"; {row.note}" if row.note else ""
         lines.append(
             f"| `{row.model_id}` | {row.price[0]:g}, {row.price[1]:g}{batch}{note} | {row.taken} "
-            f"| {sent_fields(rules)} | {thinking_values(rules)} | {adaptations(rules)} |"
+            f"| {api_words(row.provider, rules)} | {sent_fields(rules)} | "
+            f"{thinking_values(rules)} | {thinking_text(row.provider, rules)} | "
+            f"{adaptations(rules)} |"
         )
     return "\n".join(lines) + "\n"
 

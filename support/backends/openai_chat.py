@@ -21,6 +21,12 @@ file as its `video_url` (vLLM's chat API decodes and samples it itself).
 
 `n` samples come from one call (`n=`); `seed` is sent when set (best effort on OpenAI's side).
 
+OpenAI's reasoning models (`RequestRules.api` RESPONSES: o-series, GPT-5, GPT-6) are sent through
+the Responses API instead (`POST /responses`, support/backends/openai_responses.py: its body, its
+answer with the reasoning summary as the thinking, a call a sample, batches of /v1/responses
+lines); their cache identity says so (`api`: "responses"). Every other model, and every
+`openai-compatible:` server, is sent Chat Completions as before, byte for byte.
+
 The body is built here (`openai_body`) and posted through the SDK's own `post` (its auth, retries,
 timeouts and error types; the body comes back as bytes, read as JSON by `openai_result`, with no
 pydantic model built for it): `chat.completions.create` would
@@ -33,16 +39,18 @@ both).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import json
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from support.backends.api_backend import Answer, ApiBackend, public_url
-from support.backends.api_models import FRAMES, PLAIN_RULES, RequestRules, plan
+from support.backends.api_models import FRAMES, PLAIN_RULES, RESPONSES, RequestRules, plan
 from support.backends.base import (
     NATIVE_PREFILL,
     Backend,
@@ -52,7 +60,18 @@ from support.backends.base import (
     register_provider,
 )
 from support.backends.batch_protocol import BatchLimits, BatchState, ListedBatch, creation_error
-from support.backends.retry import MalformedResponse, is_malformed
+from support.backends.openai_responses import (
+    RESPONSES_ENDPOINT,
+    RESPONSES_PATH,
+    SEED_OMITTED,
+    joined,
+    line_id,
+    parse_line_id,
+    responses_batch_line,
+    responses_body,
+    responses_result,
+)
+from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
 from support.backends.thinking import Thinking
 from support.types import Part, Request, Response, Usage
 
@@ -261,15 +280,21 @@ def openai_batch_line(key: str, body: bytes) -> bytes:
 def openai_batch_row(row: Any) -> Response | str | None:
     """A line of a batch's output or error file -> the answer, the item's error text, or None
     (no outcome: the batch expired or was cancelled before it, or the row is not one)."""
+    found = batch_row_answer(row, openai_result)
+    return found.response("", batch=True) if isinstance(found, Answer) else found
+
+
+def batch_row_answer(row: Any, read: Callable[[Any], Answer]) -> Answer | str | None:
+    """A line of a batch's output or error file -> its body read by `read` (openai_result,
+    or openai_responses.responses_result), the item's error text, or None (no outcome)."""
     if not isinstance(row, dict):
         return None
     response = row.get("response")
     if isinstance(response, dict) and response.get("status_code") == 200:
         try:
-            answer = openai_result(response.get("body"))
+            return read(response.get("body"))
         except Exception as exc:  # a malformed answer is the item's failure
             return f"malformed answer: {type(exc).__name__}: {exc}"[:500]
-        return answer.response("", batch=True)
     error = row.get("error")
     if error is None and isinstance(response, dict) and isinstance(response.get("body"), dict):
         error = response["body"].get("error")
@@ -324,6 +349,14 @@ class OpenAIChatBackend(ApiBackend):
     )
     vendor_url = "https://api.openai.com/v1"
 
+    def __init__(self, name: str, model_id: str, **kw: Any) -> None:
+        super().__init__(name, model_id, **kw)
+        # a model sent through the Responses API (api_models.openai_rules): other requests than
+        # Chat Completions', so other answers (a Chat Completions model keys as it always did)
+        self.responses = self.rules.api == RESPONSES
+        if self.responses:
+            self.identity["api"] = RESPONSES
+
     def _get_client(self) -> openai.AsyncOpenAI:
         import openai
 
@@ -366,22 +399,67 @@ class OpenAIChatBackend(ApiBackend):
         return [str(m.id) for m in page.data]
 
     def body(self, request: Request) -> bytes:
-        """The request's JSON body, fitted to the model (`openai_body`)."""
+        """The request's JSON body, fitted to the model: Chat Completions' (`openai_body`), or
+        one sample's Responses API body (`responses_body`) for a model sent through it."""
+        if self.responses:
+            return responses_body(request, self.model_id, rules=self.rules, thinking=self.thinking)
         native = self.prefill == NATIVE_PREFILL
         return openai_body(request, self.model_id, native, rules=self.rules, thinking=self.thinking)
 
-    async def generate(self, request: Request) -> Response:
+    async def _once_responses(self, body: bytes) -> Answer:
+        """One sample through `POST /responses` (the SDK's generic POST, as `_once`)."""
+        raw = await self._get_client().post(RESPONSES_PATH, cast_to=bytes, content=body)
+        return responses_result(completion_json(raw))
+
+    def adapted(self, request: Request) -> tuple[str, ...]:
+        """What the suite changed of `request` for the model (api_models.plan), and a seed the
+        Responses API does not take."""
         adapted = self.plan(request).adapted
+        if self.responses and request.seed is not None:
+            adapted += (SEED_OMITTED,)
+        return adapted
+
+    async def generate(self, request: Request) -> Response:
+        adapted = self.adapted(request)
         body = self.body(request)
-        return await self._call(request, lambda: self._once(body), openai_retryable, adapted)
+        if not self.responses:
+            return await self._call(request, lambda: self._once(body), openai_retryable, adapted)
+        # the Responses API has no `n`: a call a sample, at once, each with the outer retry
+        start = time.perf_counter()
+        tasks = [
+            asyncio.ensure_future(
+                call_with_retry(lambda: self._once_responses(body), openai_retryable)
+            )
+            for _ in range(request.n)
+        ]
+        try:
+            results = await asyncio.gather(*tasks)
+        except Exception as exc:
+            for task in tasks:  # one sample failed: the others are not needed
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # reap them
+            raise backend_error(self.name, exc) from None
+        return joined(list(results)).response(
+            self.name, latency_s=time.perf_counter() - start, adapted=adapted
+        )
 
     # ---- the Batch API (--batch, support/client/batch_queue.py) ------------------------------
     batch_limits = OPENAI_BATCH_LIMITS
 
     async def submit_batch(self, items: Sequence[tuple[str, Request]], nonce: str) -> str:
         """Upload the requests as a JSONL file (purpose "batch") and create a batch of it, the
-        intent's `nonce` in its metadata."""
-        data = b"".join(openai_batch_line(key, self.body(request)) for key, request in items)
+        intent's `nonce` in its metadata. A model sent through the Responses API: a line a
+        sample (`line_id`), each line's `url` and the batch's endpoint /v1/responses."""
+        if self.responses:
+            lines = [
+                responses_batch_line(line_id(key, j, request.n), self.body(request))
+                for key, request in items
+                for j in range(request.n)
+            ]
+            data, endpoint = b"".join(lines), RESPONSES_ENDPOINT
+        else:
+            data = b"".join(openai_batch_line(key, self.body(request)) for key, request in items)
+            endpoint = BATCH_ENDPOINT
         client = self._get_client()
         try:  # a failed upload or a refused create leaves no batch
             upload = await client.files.create(file=("vlmbench-batch.jsonl", data), purpose="batch")
@@ -389,7 +467,7 @@ class OpenAIChatBackend(ApiBackend):
             # (the intent finds the first when the next run lists them)
             batch = await client.with_options(max_retries=0).batches.create(
                 input_file_id=upload.id,
-                endpoint=BATCH_ENDPOINT,
+                endpoint=endpoint,
                 completion_window="24h",
                 metadata={NONCE_METADATA: nonce},
             )
@@ -418,27 +496,58 @@ class OpenAIChatBackend(ApiBackend):
     async def batch_results(
         self, batch_id: str, keys: Sequence[str], nonce: str | None = None
     ) -> dict[str, Response | str]:
-        """The output file's answers and the error file's failures, by custom_id (= cache key)."""
+        """The output file's answers and the error file's failures, by custom_id (= cache key;
+        through the Responses API a sample's `line_id`, the samples joined again)."""
         client = self._get_client()
         batch = await self._sdk(lambda: client.batches.retrieve(batch_id))
-        wanted = set(keys)
-        found: dict[str, Response | str] = {}
+        rows = []
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
             content = await self._sdk(lambda file_id=file_id: client.files.content(file_id))
             for line in content.text.splitlines():
                 try:
-                    row = json.loads(line)
+                    rows.append(json.loads(line))
                 except ValueError:
                     continue
-                key = row.get("custom_id") if isinstance(row, dict) else None
-                result = openai_batch_row(row)
-                if key in wanted and result is not None:
-                    if isinstance(result, Response):
-                        result = dataclasses.replace(result, model=self.name)
-                    found.setdefault(key, result)
+        if self.responses:
+            return self._responses_batch_results(rows, set(keys))
+        wanted = set(keys)
+        found: dict[str, Response | str] = {}
+        for row in rows:
+            key = row.get("custom_id") if isinstance(row, dict) else None
+            result = openai_batch_row(row)
+            if key in wanted and result is not None:
+                if isinstance(result, Response):
+                    result = dataclasses.replace(result, model=self.name)
+                found.setdefault(key, result)
         return found
+
+    def _responses_batch_results(
+        self, rows: list[Any], wanted: set[str]
+    ) -> dict[str, Response | str]:
+        """Each request's samples joined into one Response; a request with a failed sample is
+        that failure; one with a sample missing (expired, cancelled) absent."""
+        samples: dict[str, dict[int, Answer | str]] = {}
+        asked: dict[str, int] = {}
+        for row in rows:
+            custom_id = row.get("custom_id") if isinstance(row, dict) else None
+            parsed = parse_line_id(custom_id) if isinstance(custom_id, str) else None
+            result = batch_row_answer(row, responses_result)
+            if parsed is None or parsed[0] not in wanted or result is None:
+                continue
+            key, index, n = parsed
+            asked[key] = n
+            samples.setdefault(key, {}).setdefault(index, result)
+        out: dict[str, Response | str] = {}
+        for key, got in samples.items():
+            failed = [v for v in got.values() if isinstance(v, str)]
+            if failed:
+                out[key] = failed[0][:500]
+            elif sorted(got) == list(range(asked[key])):
+                answers = [got[j] for j in sorted(got)]
+                out[key] = joined(answers).response(self.name, batch=True)  # type: ignore[arg-type]
+        return out
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

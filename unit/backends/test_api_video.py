@@ -127,10 +127,14 @@ def test_the_clip_is_three_frames_a_second_apart(clip):
 def test_openai_gets_the_frames_each_after_its_time(clip, tmp_path, model_id):
     response, body, request = sent("openai", model_id, video_request(clip), tmp_path)
     assert response.texts == ("B",)
-    content = body["messages"][-1]["content"]
-    assert [c["type"] for c in content] == ["text", "image_url"] * 3 + ["text"]
-    assert [c["text"] for c in content if c["type"] == "text"] == [*labels(clip), QUESTION]
-    urls = [c["image_url"]["url"] for c in content if c["type"] == "image_url"]
+    # gpt-5.4, a reasoning model, goes through the Responses API (api_models.RESPONSES)
+    responses = am.rules_for("openai", model_id).api == am.RESPONSES
+    text, image = ("input_text", "input_image") if responses else ("text", "image_url")
+    content = (body["input"] if responses else body["messages"])[-1]["content"]
+    assert [c["type"] for c in content] == [text, image] * 3 + [text]
+    assert [c["text"] for c in content if c["type"] == text] == [*labels(clip), QUESTION]
+    urls = [c["image_url"] if responses else c["image_url"]["url"] for c in content
+            if c["type"] == image]  # fmt: skip
     assert all(u.startswith("data:image/jpeg;base64,/9j/") for u in urls)  # JPEG frames
     assert "video_url" not in json.dumps(body)
     assert (request.n_images, request.n_videos) == (3, 0)
