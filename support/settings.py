@@ -149,6 +149,7 @@ RECORDED: Mapping[str, str] = MappingProxyType(
         "api_bases": "api.bases",
         "api_timeout_s": "api.timeout_s",
         "api_retries": "api.retries",
+        "server_video": "api.server_video",
         "gpus": "local.gpus",
         "max_batch": "local.max_batch",
         "max_images": "local.max_images",

@@ -45,6 +45,7 @@ RECORDED_NAMES = [
     "api_bases",
     "api_timeout_s",
     "api_retries",
+    "server_video",
     "gpus",
     "max_batch",
     "max_images",
