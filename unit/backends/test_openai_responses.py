@@ -8,6 +8,7 @@ Chat Completions models keep their bodies and identity."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 
@@ -166,6 +167,21 @@ def test_the_identity_tells_the_apis_apart():
         "openai-compatible:gpt-6.2-sol", "gpt-6.2-sol", api_key=KEY, base_url="http://h:1/v1"
     )
     assert "api" not in served.identity and served.responses is False
+
+
+# sha256 of the Chat Completions bodies of the test's request as the code before the Responses
+# API sent them (commit 4494f6a, computed there)
+GOLDEN = {
+    "gpt-4o": "d53798da17c108553bd563ebbd379e490561b0634f43b0fbc59c741df2cf09cc",
+    "gpt-4o-mini": "845b67c1b757685b1cd03188db17caa8695a03fcf5ce25721cd1c9f61b05bd99",
+}
+
+
+@pytest.mark.parametrize("model", sorted(GOLDEN))
+def test_chat_bodies_are_those_sent_before(model):
+    req = request(seed=3, n=2, temperature=0.5, prefill="The answer is")
+    body = openai_body(req, model, False, rules=am.rules_for("openai", model))
+    assert hashlib.sha256(body).hexdigest() == GOLDEN[model]
 
 
 def test_chat_models_keep_their_bytes(tmp_path):
