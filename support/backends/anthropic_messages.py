@@ -22,16 +22,14 @@ the API still takes it, so it travels in `extra_body`.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from support.backends.api_backend import Answer, ApiBackend
+from support.backends.api_backend import Answer, ApiBackend, each_sample, joined
 from support.backends.api_models import PLAIN_RULES, RequestRules, plan
 from support.backends.base import NATIVE_PREFILL, register_provider
 from support.backends.batch_protocol import BatchLimits, BatchState, ListedBatch, creation_error
-from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
+from support.backends.retry import MalformedResponse, call_with_retry, is_malformed
 from support.backends.thinking import Thinking
 from support.types import Request, Response, Usage
 
@@ -145,19 +143,6 @@ def anthropic_result(message: Any) -> Answer:
     )
 
 
-def joined(answers: Sequence[Answer]) -> Answer:
-    """One sample an answer (the API has no `n`) -> one Answer of them all, usage summed."""
-    usage = Usage()
-    for answer in answers:
-        usage = usage + answer.usage
-    return Answer(
-        tuple(t for a in answers for t in a.texts),
-        usage,
-        tuple(t for a in answers for t in a.thinking),
-        tuple(r for a in answers for r in a.finish_reasons),
-    )
-
-
 def anthropic_retryable(exc: BaseException) -> bool:
     """Outer retry: malformed bodies, and connection errors the SDK's retries let through."""
     import anthropic
@@ -229,18 +214,8 @@ class AnthropicBackend(ApiBackend):
     async def generate(self, request: Request) -> Response:
         adapted = self.plan(request).adapted
         params = self.params(request)
-        start = time.perf_counter()
-        tasks = [asyncio.ensure_future(self._sample(params)) for _ in range(request.n)]
-        try:
-            results = await asyncio.gather(*tasks)
-        except Exception as exc:
-            for task in tasks:  # one sample failed: the others are not needed
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)  # reap them
-            raise backend_error(self.name, exc) from None
-        return joined(results).response(
-            self.name, latency_s=time.perf_counter() - start, adapted=adapted
-        )
+        # the Messages API has no `n`: a call a sample
+        return await each_sample(self.name, request.n, lambda: self._sample(params), adapted)
 
     # ---- Message Batches (--batch, support/client/batch_queue.py) ----------------------------
     batch_limits = ANTHROPIC_BATCH_LIMITS

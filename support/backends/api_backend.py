@@ -21,11 +21,12 @@ Every 429 the SDK's HTTP client receives, its own retries included, is told to
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
@@ -67,6 +68,38 @@ class Answer(NamedTuple):
             finish_reasons=self.finish_reasons,
             **kw,
         )
+
+
+def joined(answers: Sequence[Answer]) -> Answer:
+    """The answers of a call a sample (an API without `n`) as one Answer, in order, usage
+    summed."""
+    usage = Usage()
+    for answer in answers:
+        usage = usage + answer.usage
+    return Answer(
+        tuple(t for a in answers for t in a.texts),
+        usage,
+        tuple(t for a in answers for t in a.thinking),
+        tuple(r for a in answers for r in a.finish_reasons),
+    )
+
+
+async def each_sample(
+    name: str, n: int, sample: Callable[[], Awaitable[Answer]], adapted: tuple[str, ...] = ()
+) -> Response:
+    """`n` calls of `sample` at once (an API without `n`: a call a sample), joined into one
+    Response; one that fails cancels the others, and the request fails with a BackendError
+    naming `name` (retries are `sample`'s own)."""
+    start = time.perf_counter()
+    tasks = [asyncio.ensure_future(sample()) for _ in range(n)]
+    try:
+        results = await asyncio.gather(*tasks)
+    except Exception as exc:
+        for task in tasks:  # one sample failed: the others are not needed
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # reap them
+        raise backend_error(name, exc) from None
+    return joined(results).response(name, latency_s=time.perf_counter() - start, adapted=adapted)
 
 
 class ApiBackend(Backend):

@@ -39,17 +39,15 @@ both).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import dataclasses
 import json
 import os
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from support.backends.api_backend import Answer, ApiBackend, public_url
+from support.backends.api_backend import Answer, ApiBackend, each_sample, joined, public_url
 from support.backends.api_models import FRAMES, PLAIN_RULES, RESPONSES, RequestRules, plan
 from support.backends.base import (
     NATIVE_PREFILL,
@@ -64,14 +62,13 @@ from support.backends.openai_responses import (
     RESPONSES_ENDPOINT,
     RESPONSES_PATH,
     SEED_OMITTED,
-    joined,
     line_id,
     parse_line_id,
     responses_batch_line,
     responses_body,
     responses_result,
 )
-from support.backends.retry import MalformedResponse, backend_error, call_with_retry, is_malformed
+from support.backends.retry import MalformedResponse, call_with_retry, is_malformed
 from support.backends.thinking import Thinking
 from support.types import Part, Request, Response, Usage
 
@@ -424,24 +421,12 @@ class OpenAIChatBackend(ApiBackend):
         body = self.body(request)
         if not self.responses:
             return await self._call(request, lambda: self._once(body), openai_retryable, adapted)
+
         # the Responses API has no `n`: a call a sample, at once, each with the outer retry
-        start = time.perf_counter()
-        tasks = [
-            asyncio.ensure_future(
-                call_with_retry(lambda: self._once_responses(body), openai_retryable)
-            )
-            for _ in range(request.n)
-        ]
-        try:
-            results = await asyncio.gather(*tasks)
-        except Exception as exc:
-            for task in tasks:  # one sample failed: the others are not needed
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)  # reap them
-            raise backend_error(self.name, exc) from None
-        return joined(list(results)).response(
-            self.name, latency_s=time.perf_counter() - start, adapted=adapted
-        )
+        def sample() -> Awaitable[Answer]:
+            return call_with_retry(lambda: self._once_responses(body), openai_retryable)
+
+        return await each_sample(self.name, request.n, sample, adapted)
 
     # ---- the Batch API (--batch, support/client/batch_queue.py) ------------------------------
     batch_limits = OPENAI_BATCH_LIMITS

@@ -205,16 +205,3 @@ def responses_batch_line(custom_id: str, body: bytes) -> bytes:
     """One line of a batch input file: a sample's body (`responses_body`) under `custom_id`."""
     head = {"custom_id": custom_id, "method": "POST", "url": RESPONSES_ENDPOINT}
     return json.dumps(head, separators=(",", ":")).encode()[:-1] + b',"body":' + body + b"}\n"
-
-
-def joined(answers: list[Answer]) -> Answer:
-    """A sample a call -> one Answer of them all, in order, usage summed."""
-    usage = Usage()
-    for answer in answers:
-        usage = usage + answer.usage
-    return Answer(
-        tuple(t for a in answers for t in a.texts),
-        usage,
-        tuple(t for a in answers for t in a.thinking),
-        tuple(r for a in answers for r in a.finish_reasons),
-    )
