@@ -1,6 +1,8 @@
 """The controller's reporter under `--dry-run`, in place of ReportPlugin: the placeholder answers
 are no results, so no result file but dry_run.csv is written (one per evaluation, in its results
-folder), and the terminal prints the estimate table."""
+folder), and the terminal prints the estimate table. Under `--pilot N` the tables gain the
+pilot's expectations (support/client/dry_run.py `with_expectations`), read from the run's pilot
+file, which is then removed."""
 
 from __future__ import annotations
 
@@ -9,7 +11,17 @@ import pytest
 
 from reports import terminal
 from reports.plugin import OUTCOMES_ATTR
-from support.client.dry_run import GRAND_TOTAL, estimate_table, total_row, with_totals
+from support.client.dry_run import (
+    GRAND_TOTAL,
+    PilotCall,
+    estimate_table,
+    pilot_file,
+    pilot_lines,
+    read_pilots,
+    total_row,
+    with_expectations,
+    with_totals,
+)
 from support.settings import RunSettings
 from support.storage.files import write_csv
 from support.types import Outcome
@@ -22,15 +34,31 @@ class DryRunReport:
         self.run = run
         self.outcomes: dict[str, dict[str, Outcome]] = {}  # evaluation -> case id -> outcome
         self.written: dict[str, str] = {}  # evaluation -> dry_run.csv path
+        self.pilots: dict[str, list[PilotCall]] | None = None  # read once, at session finish
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for d in getattr(report, OUTCOMES_ATTR, None) or ():
             o = Outcome.from_json(d)
             self.outcomes.setdefault(o.evaluation, {}).setdefault(f"{o.case_id}@{o.model}", o)
 
+    def read_pilots(self) -> dict[str, list[PilotCall]]:
+        """The pilot's calls by model (--pilot; {} without), the file removed once read."""
+        if self.pilots is None:
+            self.pilots = {}
+            if self.run.pilot:
+                path = pilot_file(self.run.output.results_dir, self.run.output.run_id)
+                self.pilots = read_pilots(path)
+                path.unlink(missing_ok=True)
+        return self.pilots
+
     def tables(self) -> dict[str, pd.DataFrame]:
-        """Each evaluation's estimate (one row a model)."""
-        return {name: estimate_table(outs.values()) for name, outs in self.outcomes.items()}
+        """Each evaluation's estimate (one row a model), with the pilot's expectations under
+        --pilot."""
+        tables = {name: estimate_table(outs.values()) for name, outs in self.outcomes.items()}
+        if not self.run.pilot:
+            return tables
+        pilots = self.read_pilots()
+        return {name: with_expectations(table, pilots) for name, table in tables.items()}
 
     def grand_total(self, tables: dict[str, pd.DataFrame]) -> dict[str, object] | None:
         """The session's total over its evaluations and models; None for one evaluation (its
@@ -49,6 +77,8 @@ class DryRunReport:
         for name, table in tables.items():
             for line in terminal.dry_run_lines(name, with_totals(table), self.written.get(name)):
                 terminalreporter.write_line(line)
+        for line in pilot_lines(self.read_pilots()):
+            terminalreporter.write_line(line)
         if tables:
             for line in terminal.dry_run_total_lines(tables):
                 terminalreporter.write_line(line, bold=True)

@@ -249,6 +249,14 @@ def dry_run_total_lines(tables: Mapping[str, pd.DataFrame]) -> list[str]:
         f"{row['input_tokens']:,} input tokens, at most {row['max_output_tokens']:,} output "
         f"tokens; {usd(row['cost_usd'])} at list price, {usd(row['batch_cost_usd'])} by batch"
     ]
+    expected = row.get("expected_cost_usd")
+    if expected is not None:  # --pilot: the whole run's expected cost, the models' summed
+        low, high = row.get("expected_cost_low"), row.get("expected_cost_high")
+        spread = f" [{usd(low)}, {usd(high)}]" if low is not None and high is not None else ""
+        lines.append(
+            f"  expected from the pilot: {usd(expected)}{spread} at list price (95% intervals "
+            "of the models summed)"
+        )
     missing = unpriced(tables.values())
     if missing:
         lines.append(f"  (no price, not in the USD totals: {', '.join(missing)})")

@@ -111,6 +111,9 @@ class RunSettings:
     seed: int = 0  # seeds `chance`, the bootstrap and what evaluations sample; never the data
     compat: Compat = "writeup"  # which profile: the write-ups' rules or the original scripts'
     dry_run: bool = False  # `--dry-run`: send nothing, store nothing; estimate the requests
+    # `--pilot N` (with --dry-run): N real requests per API model in each process, their answers
+    # cached, to expect the whole run's cost beside its bound (support/client/dry_run.py)
+    pilot: int = 0
     api: ApiSettings = field(default_factory=ApiSettings)
     local: LocalSettings = field(default_factory=LocalSettings)
     statistics: StatisticsSettings = field(default_factory=StatisticsSettings)
@@ -143,6 +146,7 @@ RECORDED: Mapping[str, str] = MappingProxyType(
         "unavailable": "models.unavailable",
         "evaluations": "evaluations",
         "dry_run": "dry_run",
+        "pilot": "pilot",
         "batch": "api.batch",
         "batch_poll_s": "api.batch_poll_s",
         "api_base": "api.base",

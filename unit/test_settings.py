@@ -39,6 +39,7 @@ RECORDED_NAMES = [
     "unavailable",
     "evaluations",
     "dry_run",
+    "pilot",
     "batch",
     "batch_poll_s",
     "api_base",
