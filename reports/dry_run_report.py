@@ -86,6 +86,8 @@ class DryRunReport:
 
 def register_dry_run_report(config: pytest.Config, run: RunSettings) -> DryRunReport:
     """Create and register the controller's dry-run reporter (called once, at configure)."""
+    if run.pilot:  # a file a stopped dry run of the same run id left holds none of this run's
+        pilot_file(run.output.results_dir, run.output.run_id).unlink(missing_ok=True)
     plugin = DryRunReport(run)
     config.pluginmanager.register(plugin, "vlmbench-dry-run")
     return plugin
