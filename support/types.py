@@ -290,6 +290,11 @@ class Request:
         return [p for p in self.parts if p.video is not None]
 
     @property
+    def clips(self) -> list[Clip]:
+        """The sampled clips themselves, in part order."""
+        return [p.video for p in self.parts if p.video is not None]
+
+    @property
     def clouds(self) -> list[Part]:
         """The parts holding point clouds, in order."""
         return [p for p in self.parts if p.points is not None]

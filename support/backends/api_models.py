@@ -257,7 +257,7 @@ def with_frames(request: Request) -> tuple[Request, int]:
 def sent_images(request: Request, rules: RequestRules) -> int:
     """The images `request` is sent with under `rules`: its own, and each clip's frames where
     the model takes them as images (counted before any frame is encoded)."""
-    frames = sum(len(p.video.frames) for p in request.videos if p.video is not None)
+    frames = sum(len(clip.frames) for clip in request.clips)
     return len(request.images) + (frames if rules.video == FRAMES else 0)
 
 

@@ -75,7 +75,7 @@ def request_videos(request: Request) -> list[tuple[Any, dict[str, Any]]]:
     (T, H, W, 3) uint8 RGB array and its metadata (support.videos.Clip.metadata: source fps,
     frame indices, ...), from which a family's processor times its frames (Qwen2.5-VL's
     `second_per_grid_ts`, Qwen3-VL's timestamps)."""
-    return [(p.video.array(), p.video.metadata()) for p in request.videos if p.video is not None]
+    return [(clip.array(), clip.metadata()) for clip in request.clips]
 
 
 DECODED_IMAGES = 128  # decoded images kept (RGB; a 768x768 canvas is 1.7 MB: 220 MB at most)

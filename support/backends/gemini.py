@@ -92,14 +92,14 @@ def sent_fps(clip: Clip) -> float:
 def inline_bytes(request: Request) -> int:
     """Bytes of the request's inline data as sent: each image's and clip's file in base64."""
     sizes = [len(p.image) for p in request.images if p.image is not None]
-    sizes += [len(p.video.data) for p in request.videos if p.video is not None]
+    sizes += [len(clip.data) for clip in request.clips]
     return sum(4 * ((n + 2) // 3) for n in sizes)
 
 
 def inline_refusal(request: Request) -> str | None:
     """Why the Gemini API would refuse a request with a clip (None: it would not, or there is
     no clip): a clip's MIME type it does not take, or inline data over GEMINI_INLINE_BYTES."""
-    clips = [p.video for p in request.videos if p.video is not None]
+    clips = request.clips
     if not clips:
         return None
     for clip in clips:

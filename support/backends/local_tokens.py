@@ -101,11 +101,6 @@ def processor_inputs(
     }
 
 
-def request_clips(request: Request) -> list[Clip]:
-    """The request's clips, in part order."""
-    return [p.video for p in request.videos if p.video is not None]
-
-
 def local_processor(model_id: str) -> Any:
     """The model's transformers processor (a local folder or a hub id in the local cache, never
     the network), loaded once per model id. LookupError naming the model when it cannot load

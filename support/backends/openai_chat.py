@@ -550,8 +550,6 @@ class OpenAICompatibleBackend(OpenAIChatBackend):
     """
 
     provider = "openai-compatible"
-    # a server's `video_url` (vLLM's chat API takes it; one that does not answers a 400)
-    modalities = frozenset({*OpenAIChatBackend.modalities, "video"})
     key_env = ("VLMBENCH_API_KEY",)
     key_optional = True
     prefill = NATIVE_PREFILL

@@ -19,8 +19,9 @@ Images (the size of the encoded image each request carries, read from its header
   768x768 tile (https://ai.google.dev/gemini-api/docs/tokens).
 
 Clips (Part.video), in `TokenCount.video` (within `total`), as each provider is sent them:
-- OpenAI and Anthropic take no video: a clip goes as its sampled frames (api_models.FRAMES),
-  each counted by the provider's image rule at the frame's size, plus its timestamp text.
+- A model whose rules send a clip as its sampled frames (`RequestRules.video` FRAMES: OpenAI's
+  and Anthropic's, which take no video): each frame by the provider's image rule at its size,
+  plus its timestamp text.
 - Google: the inline video at its sampled rate, `gemini_video_tokens`.
 - vllm and hf: the model's own processor (support.backends.local_tokens.local_video_tokens);
   where it is not here, and for any other provider, the frames as images by the default rule.
@@ -171,10 +172,12 @@ _uncounted: set[str] = set()
 
 
 def video_tokens(provider: str, clip: Clip, model_id: str = "") -> int:
-    """Input tokens of one clip for `provider` (module docstring). vllm and hf ask the model's
-    processor (local_tokens.local_video_tokens); where it is not here (LookupError) or the
-    module is missing, the frames count as images by the default rule."""
-    if provider in ("openai", "anthropic"):
+    """Input tokens of one clip for `provider`'s `model_id` (module docstring). vllm and hf ask
+    the model's processor (local_tokens.local_video_tokens); where it is not here (LookupError)
+    or the module is missing, the frames count as images by the default rule."""
+    from support.backends.api_models import FRAMES, rules_for
+
+    if rules_for(provider, model_id).video == FRAMES:  # sent as its frames (api_models.plan)
         return frame_tokens(provider, clip, model_id, stated=True)
     if provider == "google":
         return gemini_video_tokens(clip, model_id)
@@ -197,5 +200,5 @@ def request_tokens(provider: str, request: Request, model_id: str = "") -> Token
     return TokenCount(
         text=sum(text_tokens(provider, t) for t in texts),
         image=sum(rule(*image_size(p), model_id) for p in request.images),
-        video=sum(video_tokens(provider, p.video, model_id) for p in request.videos if p.video),
+        video=sum(video_tokens(provider, clip, model_id) for clip in request.clips),
     )

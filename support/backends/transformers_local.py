@@ -68,7 +68,7 @@ from support.backends.local_thinking import (
     split_local,
     token_counter,
 )
-from support.backends.local_tokens import clip_sampling, processor_inputs, request_clips
+from support.backends.local_tokens import clip_sampling, processor_inputs
 from support.backends.model_folder import checked_folder, revision_for
 from support.backends.thinking import (
     Thinking,
@@ -245,7 +245,7 @@ class TransformersBackend(Backend):
         images: list[Any] = [im for found in per_request for im in found]
         if self.family is not None and self.family.nested_images and images:
             images = per_request  # one list per prompt: Mllama's processor refuses a flat batch
-        clips = [c for r in requests for c in request_clips(r)]
+        clips = [c for r in requests for c in r.clips]
         inputs = processor(**processor_inputs(processor, self.family, prompts, images, clips))
         inputs = {
             k: v.to(self.device, model.dtype) if v.is_floating_point() else v.to(self.device)
@@ -297,7 +297,7 @@ class TransformersBackend(Backend):
             self.load()  # the family first: a hub id's is known once loaded
             groups: dict[tuple[int, float, bool | None], list[int]] = {}
             for i, r in enumerate(requests):
-                sampling = clip_sampling(self.family, request_clips(r))
+                sampling = clip_sampling(self.family, r.clips)
                 groups.setdefault((r.n, max(r.temperature, 0.0), sampling), []).append(i)
             with torch.inference_mode():
                 for indices in groups.values():

@@ -209,16 +209,15 @@ class SurgvqaEvaluation(Evaluation):
         )
 
     def sent(self, case: Case) -> dict[str, Any]:
-        """What a VQA case's request shows of its clip, for the outcome's record."""
-        if self.settings.input == "video":
-            clip = self.video(case)
-            return {
-                "input": "video",
-                "frames": len(clip.frames),
-                "fps": self.settings.fps,
-                "seconds": round(clip.seconds, 6),
-            }
-        return {"input": "frames", "frames": len(self.clip(case)[1])}
+        """What a VQA case's request showed of its clip under --surgvqa-input video, for the
+        outcome's record (the default's rows record nothing new)."""
+        clip = self.video(case)
+        return {
+            "input": "video",
+            "frames": len(clip.frames),
+            "fps": self.settings.fps,
+            "seconds": round(clip.seconds, 6),
+        }
 
     def frame_jpeg(self, case: Case) -> bytes:
         """A tools case's frame as JPEG; the first request of a video decodes all of its case
