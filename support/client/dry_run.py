@@ -25,7 +25,9 @@ the wrapped backend. Each pilot answer goes to the real response cache under the
 (so the run does not pay for it again), its outcome keeps the estimate's usage (the table's
 counts stay the bound's), and one line a call (`PilotCall`: the output bound, the output tokens
 written, the cost) goes to the run's pilot file, which every process appends to. The pilot stops
-before a request whose bound's cost would take it past the model's --max-cost cap. The
+at the first request the --max-cost caps refuse: the real run's ledgers (support/client/
+spending.py; the run's cap shared by every model), each request reserved at its bound's cost and
+settled at its answer's. The
 controller reads the file (`read_pilots`) and expects each model's output to be its bound times
 the pilot's mean share of the bound (output tokens / bound, a ratio estimator), with a 95%
 t-interval from the pilot's spread (`expectation`); a thinking model's share is what its
@@ -56,6 +58,7 @@ from support.backends.registry import model_spec
 from support.backends.thinking import Thinking
 from support.backends.tokens import request_tokens, text_method
 from support.client.response_cache import ResponseCache, cache_key
+from support.client.spending import Spending, SpendingCapReached
 from support.types import Outcome, Request, Response, Usage
 
 PLACEHOLDER = "(dry run: no answer)"  # the text of every answer in a dry run
@@ -82,7 +85,7 @@ class DryRunBackend(Backend):
         pilot: int = 0,
         store: ResponseCache | None = None,
         record: Path | None = None,
-        cap_usd: float | None = None,
+        spending: Spending | None = None,
     ) -> None:
         self.inner = inner
         self.provider = provider
@@ -98,16 +101,19 @@ class DryRunBackend(Backend):
         self.pilot_left = pilot  # requests still to send for real (--pilot)
         self.store = store  # the real response cache: where a pilot answer goes
         self.record = record  # the run's pilot file (pilot_file)
-        self.cap_usd = cap_usd  # the pilot's own cost cap (--max-cost; None: none)
-        self.pilot_usd = 0.0  # what the pilot cost so far (list price)
+        # the pilot's --max-cost caps: the real run's ledgers (the model's and the run's, shared
+        # by every model of the process), reserved and settled as the spending layer does
+        self.spending = spending
         self.piloted = 0
 
     async def generate(self, request: Request) -> Response:
         count = request_tokens(self.provider, request, self.model_id)
         estimate = Usage(count.total, output_bound(request, self.rules, self.thinking))
-        if self.pilot_left > 0 and self._within_cap(estimate):
+        if self.pilot_left > 0:
             self.pilot_left -= 1  # before the await: one event loop, no other request takes it
-            return await self._pilot(request, estimate)
+            sent = await self._pilot(request, estimate)
+            if sent is not None:
+                return sent
         return Response(
             # a text of its own for each request and sample, so that a later stage built on the
             # answers is as many requests as the real answers make (none collide by chance)
@@ -116,24 +122,25 @@ class DryRunBackend(Backend):
             usage=estimate,
         )
 
-    def _within_cap(self, estimate: Usage) -> bool:
-        """Whether a request whose bound costs `estimate` keeps the pilot within its cap; the
-        pilot stops at the first that does not."""
-        if self.cap_usd is None:
-            return True
-        bound = cost_usd(self.model_id, estimate) or 0.0
-        if self.pilot_usd + bound <= self.cap_usd:
-            return True
-        self.pilot_left = 0
-        return False
-
-    async def _pilot(self, request: Request, estimate: Usage) -> Response:
+    async def _pilot(self, request: Request, estimate: Usage) -> Response | None:
         """`request` sent for real: its answer stored for the real run and recorded for the
-        estimate; the outcome keeps the estimate's usage (module docstring)."""
-        real = await self.inner.generate(request)
+        estimate; the outcome keeps the estimate's usage (module docstring). None, and the pilot
+        over, where a --max-cost cap refuses it."""
+        reserved = 0.0
+        if self.spending is not None:
+            try:
+                reserved = await self.spending.reserve(request)
+            except SpendingCapReached:
+                self.pilot_left = 0
+                return None
+        real = None
+        try:
+            real = await self.inner.generate(request)
+        finally:
+            if self.spending is not None:
+                self.spending.settle(reserved, real.usage if real is not None else None)
         self.piloted += 1
         cost = cost_usd(self.model_id, real.usage)
-        self.pilot_usd += cost or 0.0
         if self.store is not None:
             key = cache_key(self.identity, request, with_hints=self.reads_hints)
             self.store.put(key, real)

@@ -114,3 +114,43 @@ def test_pilot_cost_is_read_back_from_the_file(tmp_path):
         "b": [PilotCall("b", 10, 2, None)],
     }
     assert read_pilots(Path(tmp_path / "none.jsonl")) == {}
+
+
+def test_the_pilot_stops_where_max_cost_would_refuse_it():
+    """The pilot's requests go through the real run's --max-cost ledgers: reserved at their
+    bound, settled at what they cost; the first one refused ends the pilot, and the rest of the
+    dry run is placeholders."""
+    import asyncio
+
+    from support.backends.api_models import cost_usd, output_bound, rules_for
+    from support.backends.base import Backend
+    from support.client.dry_run import PLACEHOLDER, DryRunBackend
+    from support.client.spending import Ledger, Spending
+    from support.types import Part, Request, Response, Usage
+
+    class Paid(Backend):
+        def __init__(self) -> None:
+            self.name = "paid"
+            self.identity = {"provider": "test", "model": "paid"}
+            self.calls = 0
+
+        async def generate(self, request: Request) -> Response:
+            self.calls += 1
+            return Response(texts=("B",), model="paid", usage=Usage(0, request.max_tokens))
+
+    request = Request(parts=(Part.of_text("Is it real?"),), max_tokens=100)
+    rules = rules_for("openai", "gpt-4o")
+    each = cost_usd("gpt-4o", Usage(0, output_bound(request, rules)))  # what one answer costs
+    ledger = Ledger(2.5 * each, "--max-cost for the test")
+    inner = Paid()
+    spending = Spending("openai", "gpt-4o", [ledger], rules=rules)
+    dry = DryRunBackend(inner, "openai", "gpt-4o", rules, pilot=3, spending=spending)
+
+    async def five():
+        return [await dry.generate(request) for _ in range(5)]
+
+    answers = asyncio.run(five())
+    assert inner.calls == 2 and dry.piloted == 2  # the third would pass the cap
+    assert [a.texts[0] == "B" for a in answers] == [True, True, False, False, False]
+    assert answers[2].texts[0].startswith(PLACEHOLDER)
+    assert ledger.recorded_usd == pytest.approx(2 * each) and ledger.in_flight_usd == 0
